@@ -1,0 +1,92 @@
+"""Checks for the values an event carries, raising clear errors before anything is written."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from eventlog.errors import InvalidInputError, InvalidTypeError
+
+MAX_CONTENT_BYTES = 1024 * 1024
+"""Default limit on the UTF-8 size of the content one event writes (1 MiB)."""
+
+MAX_IDENTIFIER_CHARS = 256
+"""Limit on identifiers: task, run and event ids, adapter names."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def utf8(name: str, value: str) -> bytes:
+    """Return `value` as UTF-8, refusing strings that are not valid Unicode (lone surrogates)."""
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{name} is not valid Unicode: lone surrogate at index {exc.start}"
+        ) from None
+
+
+def check_content(name: str, value: object, *, max_bytes: int = MAX_CONTENT_BYTES) -> bytes:
+    """Check free text (memory content, a fact's value) and return its UTF-8 bytes."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{name} must be str, not {type(value).__name__}")
+    data = utf8(name, value)
+    if len(data) > max_bytes:
+        raise InvalidInputError(
+            f"{name} is {len(data)} bytes of UTF-8; the limit is {max_bytes} bytes"
+        )
+    return data
+
+
+def check_identifier(name: str, value: object, *, allow_empty: bool = False) -> str:
+    """Check a short identifier: no control characters, no surrounding whitespace."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{name} must be str, not {type(value).__name__}")
+    if not value:
+        if allow_empty:
+            return value
+        raise InvalidInputError(f"{name} must not be empty")
+    if len(value) > MAX_IDENTIFIER_CHARS:
+        raise InvalidInputError(
+            f"{name} is {len(value)} characters long; the limit is {MAX_IDENTIFIER_CHARS}"
+        )
+    utf8(name, value)
+    if _CONTROL.search(value):
+        raise InvalidInputError(f"{name} must not contain control characters or NUL")
+    if value != value.strip():
+        raise InvalidInputError(f"{name} must not start or end with whitespace")
+    return value
+
+
+def check_optional_identifier(name: str, value: object) -> str | None:
+    """Like `check_identifier`, but None passes; an empty string does not."""
+    if value is None:
+        return None
+    return check_identifier(name, value)
+
+
+def check_position(name: str, value: object, *, minimum: int = 0) -> int:
+    """Check a log position (or a count of events): an int, not a bool, at least `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(f"{name} must be int, not {type(value).__name__}")
+    if value < minimum:
+        raise InvalidInputError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def check_ts_ns(value: object) -> int:
+    """Check a wall-clock timestamp in nanoseconds since the epoch."""
+    ts = check_position("ts_ns", value)
+    if ts >= 2**63:
+        raise InvalidInputError(f"ts_ns {ts} does not fit in 63 bits")
+    return ts
+
+
+def check_finite(name: str, value: object) -> float:
+    """Check a finite real number (ints are accepted and converted)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidTypeError(f"{name} must be a number, not {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise InvalidInputError(f"{name} must be finite, got {value!r}")
+    return number

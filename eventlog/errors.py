@@ -1,0 +1,47 @@
+"""The exceptions factledger raises. Every one derives from `FactledgerError`."""
+
+from __future__ import annotations
+
+
+class FactledgerError(Exception):
+    """Base class of every error factledger raises on purpose."""
+
+
+class InvalidInputError(FactledgerError, ValueError):
+    """A value was of the right type but not acceptable (empty, too large, malformed)."""
+
+
+class InvalidTypeError(FactledgerError, TypeError):
+    """A value was of the wrong type."""
+
+
+class EventIdConflictError(InvalidInputError):
+    """An `event_id` already in the log was reused for a different event."""
+
+
+class StorageError(FactledgerError):
+    """The storage under the log failed or refused (not a database, read-only, disk full)."""
+
+
+class LogBusyError(StorageError):
+    """Other writers held the log for longer than the retry budget allows."""
+
+
+class CorruptLogError(FactledgerError):
+    """A stored row cannot be decoded into an event."""
+
+    def __init__(self, message: str, *, position: int) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+class UnknownEventKindError(CorruptLogError):
+    """A stored row names an event kind this version does not know."""
+
+    def __init__(self, kind: str, *, position: int) -> None:
+        super().__init__(f"unknown event kind {kind!r} at position {position}", position=position)
+        self.kind = kind
+
+
+class ReadOnlyStoreError(FactledgerError):
+    """A write was attempted through a read-only view."""

@@ -1,0 +1,173 @@
+"""Event types: the payload kinds, the draft a caller appends, and the recorded envelope.
+
+Payloads are frozen, keyword-only msgspec Structs on one tagged base; the tag is the event's
+`kind`. A shipped tag is never renamed, and fields added later get defaults, so every stored
+event stays decodable.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    """Base of every event payload. The struct tag is the event's kind."""
+
+    @property
+    def kind(self) -> str:
+        """The event kind, as stored in the log."""
+        tag = self.__struct_config__.tag
+        assert isinstance(tag, str)
+        return tag
+
+    def written_text(self) -> str:
+        """The text this event writes, whose BLAKE3 digest is its `content_hash`."""
+        return ""
+
+
+class MemoryAdded(Payload, tag="memory_added"):
+    """A memory entry was added. Its entry id is the position of this event."""
+
+    type: str
+    content: str
+    tags: tuple[str, ...] = ()
+    importance: float = 1.0
+    task_id: str | None = None
+    created_at: float | None = None
+    """Epoch seconds kept from an imported legacy row; None means the event's `ts_ns`."""
+    legacy_id: int | None = None
+    """The row id in the legacy `memory` table this entry was imported from."""
+
+    def written_text(self) -> str:
+        return self.content
+
+
+class MemoryRemoved(Payload, tag="memory_removed"):
+    """Memory entries stopped being visible to readers (remove or prune)."""
+
+    entry_ids: tuple[int, ...]
+    reason: str
+
+
+class MemoryReweighted(Payload, tag="memory_reweighted"):
+    """Every visible entry's importance was multiplied by `factor` (decay)."""
+
+    factor: float
+
+
+class FactPublished(Payload, tag="fact_published"):
+    """A fact was published under (scope, tag, key); run scope takes the envelope's run_id."""
+
+    scope: str
+    tag: str
+    key: str
+    value: str
+
+    def written_text(self) -> str:
+        return self.value
+
+
+class Exclusion(msgspec.Struct, frozen=True, kw_only=True):
+    """One event kept out of a prompt, and why."""
+
+    position: int
+    reason: str
+
+
+class TrustSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """The trust policy a prompt was built under."""
+
+    enabled: bool
+    trusted_adapters: tuple[str, ...]
+    trust_untagged: bool
+
+
+class RecallRecorded(Payload, tag="recall_recorded"):
+    """A prompt section was built from memory: what went in, what was kept out, and why."""
+
+    task_id: str | None
+    run_id: str | None
+    adapter: str | None
+    tags: tuple[str, ...]
+    limit: int
+    included: tuple[int, ...]
+    excluded: tuple[Exclusion, ...]
+    policy: TrustSettings
+    head_position: int
+    rendered_hash: str
+
+
+class QuarantineApplied(Payload, tag="quarantine_applied"):
+    """Earlier events matching every given selector stop reaching readers."""
+
+    reason: str
+    match_positions: tuple[int, ...] = ()
+    match_producer_task_id: str | None = None
+    match_source_adapter: str | None = None
+
+
+class QuarantineReleased(Payload, tag="quarantine_released"):
+    """An earlier quarantine no longer applies."""
+
+    quarantine_position: int
+    reason: str
+
+
+EventPayload = (
+    MemoryAdded
+    | MemoryRemoved
+    | MemoryReweighted
+    | FactPublished
+    | RecallRecorded
+    | QuarantineApplied
+    | QuarantineReleased
+)
+"""Every event kind the log can hold."""
+
+PAYLOAD_TYPES: tuple[type[Payload], ...] = (
+    MemoryAdded,
+    MemoryRemoved,
+    MemoryReweighted,
+    FactPublished,
+    RecallRecorded,
+    QuarantineApplied,
+    QuarantineReleased,
+)
+
+
+class NewEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """An event to append. The log assigns position, timestamp (unless given) and hashes."""
+
+    payload: EventPayload
+    producer_task_id: str = ""
+    run_id: str | None = None
+    source_adapter: str | None = None
+    event_id: str | None = None
+    """Give one to make a retry idempotent; the log generates a random one otherwise."""
+    ts_ns: int | None = None
+    """Wall-clock nanoseconds; the log's clock is used when None. Attribution, not order."""
+
+
+class Envelope(msgspec.Struct, frozen=True, kw_only=True):
+    """The stored form of an event: these fields, encoded canonically, are the hashed bytes."""
+
+    position: int
+    event_id: str
+    ts_ns: int
+    producer_task_id: str
+    run_id: str | None
+    source_adapter: str | None
+    content_hash: str
+    payload: EventPayload
+
+    @property
+    def kind(self) -> str:
+        """The event kind (the payload's tag)."""
+        return self.payload.kind
+
+
+class RecordedEvent(Envelope, frozen=True, kw_only=True):
+    """An event as read back from the log, with the chain hash that seals it."""
+
+    chain_hash: str = ""
+    """Hex BLAKE3 chain value after this event; not part of the hashed bytes."""

@@ -1,0 +1,508 @@
+"""The SQLite log backend: WAL, append-only triggers, serialized appends with bounded retry."""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+import structlog
+
+from eventlog import chain
+from eventlog.backend import Durability, Head, Row, StoredRow
+from eventlog.checks import (
+    MAX_CONTENT_BYTES,
+    check_content,
+    check_identifier,
+    check_optional_identifier,
+    check_ts_ns,
+)
+from eventlog.codec import content_hash, decode_record, encode_envelope
+from eventlog.errors import (
+    CorruptLogError,
+    EventIdConflictError,
+    FactledgerError,
+    InvalidInputError,
+    InvalidTypeError,
+    LogBusyError,
+    StorageError,
+)
+from eventlog.events import Envelope, NewEvent, Payload, RecordedEvent
+
+log = structlog.get_logger("factledger.eventlog")
+T = TypeVar("T")
+
+MEMORY = ":memory:"
+LOG_FORMAT = "factledger-log/1"
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+"""Hard limit on one event's stored bytes (content is limited separately, to 1 MiB)."""
+SCAN_CHUNK = 1024
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS fl_log_meta (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS fl_events (
+        position INTEGER PRIMARY KEY,
+        event_id TEXT NOT NULL UNIQUE,
+        body BLOB NOT NULL,
+        chain_hash BLOB NOT NULL
+    )""",
+    """CREATE TRIGGER IF NOT EXISTS fl_events_no_update BEFORE UPDATE ON fl_events
+    BEGIN SELECT RAISE(ABORT, 'fl_events is append-only: UPDATE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS fl_events_no_delete BEFORE DELETE ON fl_events
+    BEGIN SELECT RAISE(ABORT, 'fl_events is append-only: DELETE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS fl_events_dense BEFORE INSERT ON fl_events
+    WHEN NEW.position IS NOT (SELECT coalesce(max(position), 0) + 1 FROM fl_events)
+    BEGIN SELECT RAISE(ABORT, 'fl_events positions must be dense'); END""",
+    """CREATE TRIGGER IF NOT EXISTS fl_log_meta_no_update BEFORE UPDATE ON fl_log_meta
+    BEGIN SELECT RAISE(ABORT, 'fl_log_meta is append-only: UPDATE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS fl_log_meta_no_delete BEFORE DELETE ON fl_log_meta
+    BEGIN SELECT RAISE(ABORT, 'fl_log_meta is append-only: DELETE refused'); END""",
+)
+_SQL_HAS_LOG = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'fl_events'"
+_SQL_META_INSERT = "INSERT OR IGNORE INTO fl_log_meta (name, value) VALUES (?, ?)"
+_SQL_META_GET = "SELECT value FROM fl_log_meta WHERE name = ?"
+_SQL_HEAD = "SELECT position, chain_hash FROM fl_events ORDER BY position DESC LIMIT 1"
+_SQL_INSERT = "INSERT INTO fl_events (position, event_id, body, chain_hash) VALUES (?, ?, ?, ?)"
+_SQL_BY_EVENT_ID = "SELECT position, body, chain_hash FROM fl_events WHERE event_id = ?"
+_SQL_SCAN = (
+    "SELECT position, event_id, body, chain_hash FROM fl_events "
+    "WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
+)
+
+_BUSY_MARKERS = ("database is locked", "database is busy", "database table is locked")
+
+
+class _Prepared(msgspec.Struct, frozen=True):
+    """A checked draft, ready to be given a position."""
+
+    event: NewEvent
+    event_id: str
+    caller_event_id: bool
+    ts_ns: int
+    content_hash: str
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and any(
+        marker in str(exc) for marker in _BUSY_MARKERS
+    )
+
+
+def translate(exc: sqlite3.Error, action: str, where: str) -> FactledgerError:
+    """Turn a sqlite3 error into a factledger error that says what failed and where."""
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return StorageError(f"cannot {action}: {where} is read-only ({text})")
+    if "disk is full" in text or "database or disk is full" in text:
+        return StorageError(f"cannot {action}: no space left for {where} ({text})")
+    if "not a database" in text or "malformed" in text:
+        return StorageError(f"cannot {action}: {where} is not a usable SQLite database ({text})")
+    if "unable to open" in text:
+        return StorageError(f"cannot {action}: unable to open {where} ({text})")
+    if _is_busy(exc):
+        return LogBusyError(f"cannot {action}: {where} is locked by another writer ({text})")
+    return StorageError(f"cannot {action} ({where}): {text}")
+
+
+class SQLiteEventLog:
+    """An event log in one SQLite file (or in memory), safe for many processes and threads.
+
+    Appends are serialized by SQLite's write lock, taken with `BEGIN IMMEDIATE` and retried
+    with jittered backoff for up to `busy_timeout_s` seconds before `LogBusyError`.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durability: Durability = "full",
+        read_only: bool = False,
+        clock_ns: Callable[[], int] = time.time_ns,
+        busy_timeout_s: float = 30.0,
+        max_content_bytes: int = MAX_CONTENT_BYTES,
+    ) -> None:
+        if durability not in ("full", "fast"):
+            raise InvalidInputError(f"durability must be 'full' or 'fast', got {durability!r}")
+        self._path = str(path)
+        self._where = "in-memory database" if self._path == MEMORY else f"database {self._path}"
+        self._durability: Durability = durability
+        self._read_only = read_only
+        self._clock_ns = clock_ns
+        self._busy_timeout_s = busy_timeout_s
+        self._max_content_bytes = max_content_bytes
+        self._lock = threading.RLock()
+        self._in_transaction = False
+        self._conn = self._connect()
+        try:
+            self._log_id = self._ensure_schema()
+        except BaseException:
+            self._conn.close()
+            raise
+        self._genesis = chain.genesis(self._log_id)
+
+    # -- opening -------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._path != MEMORY:
+            target = Path(self._path)
+            if target.is_dir():
+                raise StorageError(f"cannot open {self._where}: the path is a directory")
+            if self._read_only and not target.exists():
+                raise StorageError(f"cannot open {self._where}: no such file")
+            if not self._read_only:
+                target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if self._read_only and self._path != MEMORY:
+                uri = Path(self._path).resolve().as_uri() + "?mode=ro"
+                conn = sqlite3.connect(
+                    uri, uri=True, timeout=0.2, isolation_level=None, check_same_thread=False
+                )
+            else:
+                conn = sqlite3.connect(
+                    self._path, timeout=0.2, isolation_level=None, check_same_thread=False
+                )
+        except sqlite3.Error as exc:
+            raise translate(exc, "open", self._where) from None
+        try:
+            self._with_retry(lambda: self._configure(conn), "configure")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _configure(self, conn: sqlite3.Connection) -> None:
+        if not self._read_only:
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=" + ("FULL" if self._durability == "full" else "NORMAL"))
+        conn.execute("PRAGMA cache_size=-32000")
+        conn.execute("PRAGMA temp_store=MEMORY")
+
+    def _ensure_schema(self) -> str:
+        has_log = self._with_retry(
+            lambda: self._conn.execute(_SQL_HAS_LOG).fetchone()[0], "read the schema of"
+        )
+        if not has_log:
+            if self._read_only:
+                raise StorageError(f"{self._where} holds no factledger log")
+            with self.transaction() as tx:
+                for statement in _SCHEMA:
+                    tx.execute(statement)
+                tx.execute(_SQL_META_INSERT, ("log_id", str(uuid.uuid4())))
+                tx.execute(_SQL_META_INSERT, ("format", LOG_FORMAT))
+        row = self._with_retry(
+            lambda: self._conn.execute(_SQL_META_GET, ("log_id",)).fetchone(), "read the id of"
+        )
+        if row is None:
+            raise StorageError(f"{self._where} has a factledger log table but no log id")
+        return str(row[0])
+
+    # -- properties ----------------------------------------------------------------------
+
+    @property
+    def log_id(self) -> str:
+        """The id this log was created with; the chain's genesis is derived from it."""
+        return self._log_id
+
+    @property
+    def durability(self) -> Durability:
+        """`full` (synchronous=FULL) or `fast` (synchronous=NORMAL)."""
+        return self._durability
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this handle refuses every write."""
+        return self._read_only
+
+    @property
+    def path(self) -> str:
+        """The database path, or `:memory:`."""
+        return self._path
+
+    @property
+    def genesis(self) -> bytes:
+        """The chain value before the first event."""
+        return self._genesis
+
+    # -- transactions --------------------------------------------------------------------
+
+    def _with_retry(self, work: Callable[[], T], action: str) -> T:
+        deadline = time.monotonic() + self._busy_timeout_s
+        delay = 0.0005
+        while True:
+            try:
+                return work()
+            except sqlite3.Error as exc:
+                if not _is_busy(exc) or time.monotonic() >= deadline:
+                    if _is_busy(exc):
+                        log.warning("log_busy_budget_spent", action=action, path=self._path)
+                        raise LogBusyError(
+                            f"cannot {action} {self._where}: other writers held it for more "
+                            f"than {self._busy_timeout_s:g}s"
+                        ) from None
+                    raise translate(exc, action, self._where) from None
+            time.sleep(delay * random.uniform(0.5, 1.5))
+            delay = min(delay * 2, 0.05)
+
+    @contextmanager
+    def transaction(self) -> Iterator[_Transaction]:
+        """A write transaction: everything done through it commits together, or nothing does."""
+        if self._read_only:
+            raise StorageError(f"cannot write: {self._where} was opened read-only")
+        with self._lock:
+            if self._in_transaction:
+                raise FactledgerError("a transaction is already open on this log handle")
+            self._with_retry(lambda: self._conn.execute("BEGIN IMMEDIATE"), "lock")
+            self._in_transaction = True
+            tx = _Transaction(self, self._conn)
+            try:
+                yield tx
+                try:
+                    self._conn.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    raise translate(exc, "commit to", self._where) from None
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                self._in_transaction = False
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                log.warning("rollback_failed", path=self._path)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[_Snapshot]:
+        """A consistent read of the log and the tables beside it."""
+        with self._lock:
+            if self._in_transaction:
+                yield _Snapshot(self, self._conn)
+                return
+            self._with_retry(lambda: self._conn.execute("BEGIN"), "read")
+            try:
+                yield _Snapshot(self, self._conn)
+            finally:
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")
+
+    # -- convenience ---------------------------------------------------------------------
+
+    def append(self, event: NewEvent) -> RecordedEvent:
+        """Append one event in its own transaction and return it as recorded."""
+        with self.transaction() as tx:
+            return tx.append(event)
+
+    def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
+        """Append events in one transaction: all of them or none."""
+        with self.transaction() as tx:
+            return tx.append_many(events)
+
+    def head(self) -> Head:
+        """The last position and its chain value."""
+        with self.snapshot() as snap:
+            return snap.head()
+
+    def read(
+        self, after: int = 0, limit: int | None = None, *, until: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        """Events after position `after` (up to `until`, at most `limit`), in position order."""
+        count = 0
+        for row in self.scan(after, until):
+            if limit is not None and count >= limit:
+                return
+            count += 1
+            yield decode_record(row.body, position=row.position, chain_hash=row.chain_hash.hex())
+
+    def scan(self, after: int = 0, until: int | None = None) -> Iterator[StoredRow]:
+        """Stored rows after `after` up to `until` (default: the head when the scan began).
+
+        Reads in chunks, holding the handle only while a chunk is fetched: memory stays constant
+        and writers are not blocked for the length of the scan.
+        """
+        last = until if until is not None else self.head().position
+        while after < last:
+            with self._lock:
+                rows = self._with_retry(
+                    lambda: self._conn.execute(_SQL_SCAN, (after, last, SCAN_CHUNK)).fetchall(),
+                    "read",
+                )
+            if not rows:
+                return
+            for position, event_id, body, chain_hash in rows:
+                yield StoredRow(position, event_id, body, chain_hash)
+            after = rows[-1][0]
+
+    def close(self) -> None:
+        """Close the connection. The handle must not be used afterwards."""
+        with self._lock:
+            self._conn.close()
+
+    # -- appending -----------------------------------------------------------------------
+
+    def prepare(self, event: NewEvent) -> _Prepared:
+        """Check a draft and fix its id, timestamp and content hash (no storage touched)."""
+        if not isinstance(event, NewEvent):
+            raise InvalidTypeError(f"expected a NewEvent, got {type(event).__name__}")
+        if not isinstance(event.payload, Payload):
+            raise InvalidTypeError(
+                f"payload must be an event payload, not {type(event.payload).__name__}"
+            )
+        check_identifier("producer_task_id", event.producer_task_id, allow_empty=True)
+        check_optional_identifier("run_id", event.run_id)
+        check_optional_identifier("source_adapter", event.source_adapter)
+        data = check_content(
+            f"{event.payload.kind} content",
+            event.payload.written_text(),
+            max_bytes=self._max_content_bytes,
+        )
+        if event.event_id is None:
+            event_id, caller_id = uuid.UUID(bytes=os.urandom(16), version=4).hex, False
+        else:
+            event_id, caller_id = check_identifier("event_id", event.event_id), True
+        ts_ns = check_ts_ns(self._clock_ns() if event.ts_ns is None else event.ts_ns)
+        return _Prepared(event, event_id, caller_id, ts_ns, content_hash(data))
+
+
+class _Snapshot:
+    """Reads through one connection inside an open read (or write) transaction."""
+
+    def __init__(self, owner: SQLiteEventLog, conn: sqlite3.Connection) -> None:
+        self._owner = owner
+        self._conn = conn
+
+    def head(self) -> Head:
+        position, chain_value = self._head_raw()
+        return Head(position=position, chain_hash=chain_value.hex())
+
+    def _head_raw(self) -> tuple[int, bytes]:
+        row = self._run(lambda: self._conn.execute(_SQL_HEAD).fetchone(), "read the head of")
+        if row is None:
+            return 0, self._owner.genesis
+        return int(row[0]), bytes(row[1])
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
+        return self._run(lambda: self._conn.execute(sql, params).fetchall(), "query")
+
+    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
+        last = until if until is not None else self._head_raw()[0]
+        while after < last:
+            rows = self._run(
+                lambda: self._conn.execute(_SQL_SCAN, (after, last, SCAN_CHUNK)).fetchall(),
+                "read",
+            )
+            if not rows:
+                return
+            for position, _event_id, body, chain_value in rows:
+                yield decode_record(body, position=position, chain_hash=bytes(chain_value).hex())
+            after = rows[-1][0]
+
+    def _run(self, work: Callable[[], T], action: str) -> T:
+        try:
+            return work()
+        except sqlite3.Error as exc:
+            raise translate(exc, action, self._owner._where) from None
+
+
+class _Transaction(_Snapshot):
+    """A write transaction holding SQLite's write lock."""
+
+    def __init__(self, owner: SQLiteEventLog, conn: sqlite3.Connection) -> None:
+        super().__init__(owner, conn)
+        self._head: tuple[int, bytes] | None = None
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
+        self._run(lambda: self._conn.executemany(sql, rows), "write")
+
+    def append(self, event: NewEvent) -> RecordedEvent:
+        return self.append_many([event])[0]
+
+    def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
+        prepared = [self._owner.prepare(event) for event in events]
+        given = [p.event_id for p in prepared if p.caller_event_id]
+        if len(given) != len(set(given)):
+            raise InvalidInputError("the same event_id appears twice in one append")
+        position, previous = self._head if self._head is not None else self._head_raw()
+        rows: list[tuple[int, str, bytes, bytes]] = []
+        records: list[RecordedEvent] = []
+        for item in prepared:
+            existing = self._existing(item) if item.caller_event_id else None
+            if existing is not None:
+                records.append(existing)
+                continue
+            position += 1
+            body = _encode_checked(item, position)
+            previous = chain.link(previous, chain.leaf_hash(body))
+            rows.append((position, item.event_id, body, previous))
+            records.append(_read_back(body, position, previous))
+        if rows:
+            self._run(lambda: self._conn.executemany(_SQL_INSERT, rows), "append to")
+        self._head = (position, previous)
+        return records
+
+    def _existing(self, item: _Prepared) -> RecordedEvent | None:
+        """The recorded event a retry refers to, or None; a different event is a conflict."""
+        row = self._run(
+            lambda: self._conn.execute(_SQL_BY_EVENT_ID, (item.event_id,)).fetchone(), "read"
+        )
+        if row is None:
+            return None
+        record = decode_record(bytes(row[1]), position=row[0], chain_hash=bytes(row[2]).hex())
+        draft = item.event
+        same = (
+            record.payload == draft.payload
+            and record.producer_task_id == draft.producer_task_id
+            and record.run_id == draft.run_id
+            and record.source_adapter == draft.source_adapter
+        )
+        if not same:
+            raise EventIdConflictError(
+                f"event_id {item.event_id!r} is already used by a different event "
+                f"at position {record.position}"
+            )
+        return record
+
+
+def _read_back(body: bytes, position: int, chain_value: bytes) -> RecordedEvent:
+    """Decode what is about to be stored, so nothing undecodable is ever written."""
+    try:
+        return decode_record(body, position=position, chain_hash=chain_value.hex())
+    except CorruptLogError as exc:
+        raise InvalidInputError(f"event does not match its schema: {exc}") from None
+
+
+def _encode_checked(item: _Prepared, position: int) -> bytes:
+    """Encode an event at `position`, refusing anything the typed decoder would not read back."""
+    draft = item.event
+    envelope = Envelope(
+        position=position,
+        event_id=item.event_id,
+        ts_ns=item.ts_ns,
+        producer_task_id=draft.producer_task_id,
+        run_id=draft.run_id,
+        source_adapter=draft.source_adapter,
+        content_hash=item.content_hash,
+        payload=draft.payload,
+    )
+    try:
+        body = encode_envelope(envelope)
+    except (msgspec.EncodeError, TypeError, ValueError, UnicodeError) as exc:
+        raise InvalidInputError(f"{draft.payload.kind} event cannot be encoded: {exc}") from None
+    if len(body) > MAX_EVENT_BYTES:
+        raise InvalidInputError(
+            f"{draft.payload.kind} event is {len(body)} bytes encoded; "
+            f"the limit is {MAX_EVENT_BYTES}"
+        )
+    return body

@@ -1,0 +1,234 @@
+"""The contract every log backend must pass unchanged. Subclass `LogContract` and `open`."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import blake3
+import pytest
+
+from eventlog import (
+    EventIdConflictError,
+    EventLog,
+    FactPublished,
+    InvalidInputError,
+    InvalidTypeError,
+    MemoryAdded,
+    MemoryRemoved,
+    MemoryReweighted,
+    NewEvent,
+    QuarantineApplied,
+    QuarantineReleased,
+    RecallRecorded,
+    TrustSettings,
+    verify_chain,
+)
+from eventlog.chain import genesis, leaf_hash, link
+from eventlog.events import Exclusion
+
+
+def memory(content: str = "use pytest", **fields: Any) -> NewEvent:
+    payload = MemoryAdded(type="learning", content=content, tags=("tests",))
+    return NewEvent(payload=payload, **{"producer_task_id": "task-1", **fields})
+
+
+def fact(key: str, value: str, **fields: Any) -> NewEvent:
+    payload = FactPublished(scope="project", tag="api-schema", key=key, value=value)
+    return NewEvent(payload=payload, **{"producer_task_id": "task-2", **fields})
+
+
+EVERY_KIND = [
+    memory(),
+    fact("users", "{name: str}", run_id="run-1", source_adapter="codex"),
+    NewEvent(payload=MemoryRemoved(entry_ids=(1,), reason="removed")),
+    NewEvent(payload=MemoryReweighted(factor=0.5)),
+    NewEvent(
+        payload=RecallRecorded(
+            task_id="t",
+            run_id=None,
+            adapter="claude-code",
+            tags=("api",),
+            limit=10,
+            included=(1,),
+            excluded=(Exclusion(position=2, reason="untrusted_adapter"),),
+            policy=TrustSettings(enabled=True, trusted_adapters=(), trust_untagged=True),
+            head_position=2,
+            rendered_hash="blake3:" + "0" * 64,
+        )
+    ),
+    NewEvent(payload=QuarantineApplied(reason="poison", match_source_adapter="codex")),
+    NewEvent(payload=QuarantineReleased(quarantine_position=6, reason="false alarm")),
+]
+
+
+class LogContract:
+    """Behaviour every `EventLog` backend keeps. Subclasses provide `open`."""
+
+    def open(self, *, clock_ns: Callable[[], int] | None = None) -> EventLog:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def log(self) -> EventLog:
+        return self.open()
+
+    def test_empty_log_head_is_genesis(self, log: EventLog) -> None:
+        """An empty log's head is position 0 with the genesis derived from its id."""
+        head = log.head()
+        assert 0 == head.position
+        assert genesis(log.log_id).hex() == head.chain_hash
+        assert [] == list(log.read())
+
+    def test_positions_are_dense_from_one(self, log: EventLog) -> None:
+        """Appends get positions 1, 2, 3, ... in order, whether single or batched."""
+        first = log.append(memory("a"))
+        batch = log.append_many([memory("b"), memory("c")])
+        assert [1, 2, 3] == [first.position] + [r.position for r in batch]
+        assert [1, 2, 3] == [r.position for r in log.read()]
+        assert 3 == log.head().position
+
+    def test_every_kind_round_trips(self, log: EventLog) -> None:
+        """Each event kind reads back with the same payload, kind and provenance."""
+        recorded = log.append_many(EVERY_KIND)
+        read = list(log.read())
+        assert recorded == read
+        assert [e.payload for e in EVERY_KIND] == [r.payload for r in read]
+        assert [
+            "memory_added",
+            "fact_published",
+            "memory_removed",
+            "memory_reweighted",
+            "recall_recorded",
+            "quarantine_applied",
+            "quarantine_released",
+        ] == [r.kind for r in read]
+        assert ("run-1", "codex") == (read[1].run_id, read[1].source_adapter)
+
+    def test_content_hash_is_blake3_of_written_text(self, log: EventLog) -> None:
+        """content_hash is 'blake3:' + hex BLAKE3 of the UTF-8 text the event writes."""
+        added = log.append(memory("naïve café"))
+        published = log.append(fact("k", "v1"))
+        removed = log.append(NewEvent(payload=MemoryRemoved(entry_ids=(1,), reason="removed")))
+        expected = "blake3:" + blake3.blake3("naïve café".encode()).hexdigest()
+        assert expected == added.content_hash
+        assert "blake3:" + blake3.blake3(b"v1").hexdigest() == published.content_hash
+        assert "blake3:" + blake3.blake3(b"").hexdigest() == removed.content_hash
+
+    def test_chain_hash_follows_the_documented_construction(self, log: EventLog) -> None:
+        """Every chain value is link(previous, leaf(stored bytes)) from the genesis."""
+        log.append_many([memory("a"), fact("k", "v")])
+        log.append(memory("b"))
+        value = genesis(log.log_id)
+        for row in log.scan():
+            value = link(value, leaf_hash(row.body))
+            assert value == bytes(row.chain_hash)
+        assert value.hex() == log.head().chain_hash
+
+    def test_clock_is_injectable_and_explicit_ts_wins(self) -> None:
+        """ts_ns comes from the injected clock unless the event carries its own."""
+        ticks = itertools.count(1000)
+        log = self.open(clock_ns=lambda: next(ticks))
+        assert 1000 == log.append(memory()).ts_ns
+        assert 42 == log.append(memory(ts_ns=42)).ts_ns
+
+    def test_retry_with_same_event_id_writes_nothing(self, log: EventLog) -> None:
+        """Appending an event_id again returns the original record and adds no row."""
+        original = log.append(memory("x", event_id="evt-1"))
+        again = log.append(memory("x", event_id="evt-1"))
+        assert original == again
+        assert 1 == log.head().position
+
+    def test_retry_inside_a_batch_appends_only_new_events(self, log: EventLog) -> None:
+        """A batch mixing a retried event and new ones appends just the new ones."""
+        first = log.append(memory("x", event_id="evt-1"))
+        records = log.append_many([memory("x", event_id="evt-1"), memory("y")])
+        assert [first.position, 2] == [r.position for r in records]
+        assert 2 == log.head().position
+
+    def test_reused_event_id_with_other_content_is_refused(self, log: EventLog) -> None:
+        """A different event under a used event_id is a conflict, and nothing is written."""
+        log.append(memory("x", event_id="evt-1"))
+        head = log.head()
+        with pytest.raises(EventIdConflictError, match="evt-1"):
+            log.append(memory("not x", event_id="evt-1"))
+        assert head == log.head()
+
+    def test_duplicate_event_id_in_one_batch_is_refused(self, log: EventLog) -> None:
+        """Two events with one event_id in a batch are refused before anything is written."""
+        with pytest.raises(InvalidInputError, match="twice"):
+            log.append_many([memory("a", event_id="e"), memory("b", event_id="e")])
+        assert 0 == log.head().position
+
+    def test_append_many_is_all_or_nothing(self, log: EventLog) -> None:
+        """A bad event in the middle of a batch leaves the log exactly as it was."""
+        log.append(memory("before"))
+        head = log.head()
+        with pytest.raises(InvalidInputError):
+            log.append_many([memory("a"), memory("\ud800"), memory("c")])
+        assert head == log.head()
+        assert ["before"] == [r.payload.content for r in log.read()]  # type: ignore[union-attr]
+
+    def test_table_writes_commit_with_the_append(self, log: EventLog) -> None:
+        """Rows written in an append's transaction commit, or roll back, with it."""
+        with log.transaction() as tx:
+            tx.execute("CREATE TABLE side (position INTEGER)")
+        with log.transaction() as tx:
+            record = tx.append(memory())
+            tx.executemany("INSERT INTO side VALUES (?)", [(record.position,)])
+        with pytest.raises(RuntimeError), log.transaction() as tx:
+            record = tx.append(memory())
+            tx.executemany("INSERT INTO side VALUES (?)", [(record.position,)])
+            raise RuntimeError("projector failed")
+        with log.snapshot() as snap:
+            assert [(1,)] == snap.execute("SELECT position FROM side")
+        assert 1 == log.head().position
+
+    def test_read_after_limit_and_until(self, log: EventLog) -> None:
+        """read(after, limit, until) returns that window in position order."""
+        log.append_many([memory(str(i)) for i in range(10)])
+        assert [4, 5, 6] == [r.position for r in log.read(after=3, limit=3)]
+        assert [8, 9] == [r.position for r in log.read(after=7, until=9)]
+        assert [] == list(log.read(after=10))
+
+    def test_reads_inside_a_transaction_see_its_appends(self, log: EventLog) -> None:
+        """A transaction reads its own uncommitted appends."""
+        with log.transaction() as tx:
+            tx.append_many([memory("a"), memory("b")])
+            assert 2 == tx.head().position
+            assert [1, 2] == [r.position for r in tx.read()]
+
+    def test_verify_passes_on_an_untouched_log(self, log: EventLog) -> None:
+        """The verification primitive accepts a log nobody tampered with."""
+        log.append_many(EVERY_KIND)
+        report = verify_chain(log, genesis(log.log_id))
+        assert (True, 7, None) == (report.ok, report.checked, report.first_bad_position)
+        assert log.head().chain_hash == report.head_chain_hash
+
+    @pytest.mark.parametrize(
+        ("event", "error", "message"),
+        [
+            (MemoryAdded(type="x", content="y"), InvalidTypeError, "NewEvent"),
+            (NewEvent(payload="text"), InvalidTypeError, "payload"),  # type: ignore[arg-type]
+            (memory(producer_task_id=7), InvalidTypeError, "producer_task_id"),  # type: ignore[arg-type]
+            (memory(producer_task_id="a\x00b"), InvalidInputError, "producer_task_id"),
+            (memory(run_id=""), InvalidInputError, "run_id"),
+            (memory(source_adapter=" codex"), InvalidInputError, "source_adapter"),
+            (memory(event_id=""), InvalidInputError, "event_id"),
+            (memory(ts_ns=-1), InvalidInputError, "ts_ns"),
+            (memory(ts_ns=2**63), InvalidInputError, "ts_ns"),
+            (memory("x" * (1024 * 1024 + 1)), InvalidInputError, "limit"),
+            (memory("lone \udc00 surrogate"), InvalidInputError, "surrogate"),
+            (NewEvent(payload=MemoryAdded(type="x", content=5)), InvalidTypeError, "content"),  # type: ignore[arg-type]
+            (NewEvent(payload=MemoryAdded(type=5, content="y")), InvalidInputError, "schema"),  # type: ignore[arg-type]
+        ],
+    )
+    def test_bad_events_are_refused_and_change_nothing(
+        self, log: EventLog, event: Any, error: type[Exception], message: str
+    ) -> None:
+        """Each bad event raises a clear error, and the head stays where it was."""
+        log.append(memory("existing"))
+        head = log.head()
+        with pytest.raises(error, match=message):
+            log.append(event)
+        assert head == log.head()

@@ -1,0 +1,167 @@
+"""What the SQLite backend adds to the contract: triggers, pragmas, locking, file faults."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from eventlog import (
+    LogBusyError,
+    NewEvent,
+    MemoryAdded,
+    StorageError,
+    UnknownEventKindError,
+    open_log,
+)
+from tests.eventlog.contract import memory
+
+
+def test_log_table_refuses_update_and_delete(tmp_path: Path) -> None:
+    """The database itself refuses UPDATE and DELETE on the log table."""
+    path = tmp_path / "log.db"
+    open_log(path).append(memory())
+    raw = sqlite3.connect(path)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute("UPDATE fl_events SET body = x'00'")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute("DELETE FROM fl_events")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute("UPDATE fl_log_meta SET value = 'other' WHERE name = 'log_id'")
+
+
+def test_log_table_refuses_gaps(tmp_path: Path) -> None:
+    """An insert that would leave a gap in positions is refused by the database."""
+    path = tmp_path / "log.db"
+    open_log(path).append(memory())
+    raw = sqlite3.connect(path)
+    with pytest.raises(sqlite3.IntegrityError, match="dense"):
+        raw.execute("INSERT INTO fl_events VALUES (5, 'e', x'00', x'00')")
+
+
+def test_wal_and_durability_pragmas(tmp_path: Path) -> None:
+    """WAL always; synchronous FULL (2) by default and NORMAL (1) in the fast mode."""
+    full = open_log(tmp_path / "a.db")
+    fast = open_log(tmp_path / "b.db", durability="fast")
+    for log, level in ((full, 2), (fast, 1)):
+        with log.snapshot() as snap:
+            assert [("wal",)] == snap.execute("PRAGMA journal_mode")
+            assert [(level,)] == snap.execute("PRAGMA synchronous")
+
+
+def test_log_id_is_stable_across_opens(tmp_path: Path) -> None:
+    """Reopening a file keeps its log id, and a new file gets a new one."""
+    first = open_log(tmp_path / "a.db").log_id
+    assert first == open_log(tmp_path / "a.db").log_id
+    assert first != open_log(tmp_path / "b.db").log_id
+
+
+def test_parent_folders_are_created(tmp_path: Path) -> None:
+    """Opening a path in missing folders creates them."""
+    path = tmp_path / "deep" / "er" / "log.db"
+    open_log(path).append(memory())
+    assert path.exists()
+
+
+def test_directory_path_is_a_clear_error(tmp_path: Path) -> None:
+    """A directory where the database should be is refused with a clear message."""
+    with pytest.raises(StorageError, match="directory"):
+        open_log(tmp_path)
+
+
+def test_random_bytes_file_is_a_clear_error(tmp_path: Path) -> None:
+    """A file that is not a SQLite database is refused with a clear message."""
+    path = tmp_path / "junk.db"
+    path.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(StorageError, match="not a usable SQLite database"):
+        open_log(path)
+
+
+def test_read_only_handle_reads_and_refuses_writes(tmp_path: Path) -> None:
+    """A read-only handle reads the log and refuses to write; nothing changes."""
+    path = tmp_path / "log.db"
+    open_log(path).append(memory())
+    reader = open_log(path, read_only=True)
+    assert [1] == [r.position for r in reader.read()]
+    with pytest.raises(StorageError, match="read-only"):
+        reader.append(memory())
+    assert 1 == open_log(path).head().position
+
+
+def test_read_only_open_never_creates_a_log(tmp_path: Path) -> None:
+    """Opening a missing or foreign file read-only fails without creating anything."""
+    with pytest.raises(StorageError, match="no such file"):
+        open_log(tmp_path / "missing.db", read_only=True)
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE memory (id INTEGER)")
+    with pytest.raises(StorageError, match="no factledger log"):
+        open_log(other, read_only=True)
+
+
+def test_busy_budget_spent_is_a_clear_error(tmp_path: Path) -> None:
+    """When another writer holds the lock past the budget, the error says so."""
+    path = tmp_path / "log.db"
+    log = open_log(path, busy_timeout_s=0.3)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    with pytest.raises(LogBusyError, match="other writers"):
+        log.append(memory())
+    assert time.monotonic() - started >= 0.3
+    blocker.execute("ROLLBACK")
+    assert 0 == log.head().position
+
+
+def test_short_lock_is_waited_out(tmp_path: Path) -> None:
+    """A writer that holds the lock briefly delays an append; it does not fail it."""
+    path = tmp_path / "log.db"
+    log = open_log(path)
+    blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    blocker.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.5, lambda: blocker.execute("ROLLBACK"))
+    release.start()
+    assert 1 == log.append(memory()).position
+    release.join()
+
+
+def test_unknown_kind_names_kind_and_position(tmp_path: Path) -> None:
+    """A stored row of a kind this version does not know fails with kind and position."""
+    path = tmp_path / "log.db"
+    open_log(path).append(memory())
+    body = (
+        b'{"position":2,"event_id":"x","ts_ns":1,"producer_task_id":"","run_id":null,'
+        b'"source_adapter":null,"content_hash":"blake3:00","payload":{"kind":"mystery"}}'
+    )
+    raw = sqlite3.connect(path)
+    raw.execute("INSERT INTO fl_events VALUES (2, 'x', ?, x'00')", (body,))
+    raw.commit()
+    with pytest.raises(UnknownEventKindError, match="'mystery' at position 2") as info:
+        list(open_log(path).read())
+    assert ("mystery", 2) == (info.value.kind, info.value.position)
+
+
+def test_nested_transaction_is_refused(tmp_path: Path) -> None:
+    """Opening a transaction inside another on the same handle is a clear error."""
+    log = open_log(tmp_path / "log.db")
+    with pytest.raises(Exception, match="already open"), log.transaction():
+        with log.transaction():
+            pass
+
+
+def test_threads_share_one_handle(tmp_path: Path) -> None:
+    """Threads appending through one handle lose nothing and keep positions dense."""
+    log = open_log(tmp_path / "log.db", durability="fast")
+
+    def work(n: int) -> None:
+        for i in range(50):
+            log.append(NewEvent(payload=MemoryAdded(type="learning", content=f"{n}-{i}")))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert list(range(1, 201)) == [r.position for r in log.read()]
