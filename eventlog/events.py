@@ -25,7 +25,7 @@ class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
         return ""
 
 
-class MemoryAdded(Payload, tag="memory_added"):
+class MemoryAdded(Payload, tag="memory_added", frozen=True, kw_only=True):
     """A memory entry was added. Its entry id is the position of this event."""
 
     type: str
@@ -33,6 +33,8 @@ class MemoryAdded(Payload, tag="memory_added"):
     tags: tuple[str, ...] = ()
     importance: float = 1.0
     task_id: str | None = None
+    source_agent: str = ""
+    source_model: str = ""
     created_at: float | None = None
     """Epoch seconds kept from an imported legacy row; None means the event's `ts_ns`."""
     legacy_id: int | None = None
@@ -42,20 +44,20 @@ class MemoryAdded(Payload, tag="memory_added"):
         return self.content
 
 
-class MemoryRemoved(Payload, tag="memory_removed"):
+class MemoryRemoved(Payload, tag="memory_removed", frozen=True, kw_only=True):
     """Memory entries stopped being visible to readers (remove or prune)."""
 
     entry_ids: tuple[int, ...]
     reason: str
 
 
-class MemoryReweighted(Payload, tag="memory_reweighted"):
+class MemoryReweighted(Payload, tag="memory_reweighted", frozen=True, kw_only=True):
     """Every visible entry's importance was multiplied by `factor` (decay)."""
 
     factor: float
 
 
-class FactPublished(Payload, tag="fact_published"):
+class FactPublished(Payload, tag="fact_published", frozen=True, kw_only=True):
     """A fact was published under (scope, tag, key); run scope takes the envelope's run_id."""
 
     scope: str
@@ -82,7 +84,7 @@ class TrustSettings(msgspec.Struct, frozen=True, kw_only=True):
     trust_untagged: bool
 
 
-class RecallRecorded(Payload, tag="recall_recorded"):
+class RecallRecorded(Payload, tag="recall_recorded", frozen=True, kw_only=True):
     """A prompt section was built from memory: what went in, what was kept out, and why."""
 
     task_id: str | None
@@ -97,7 +99,7 @@ class RecallRecorded(Payload, tag="recall_recorded"):
     rendered_hash: str
 
 
-class QuarantineApplied(Payload, tag="quarantine_applied"):
+class QuarantineApplied(Payload, tag="quarantine_applied", frozen=True, kw_only=True):
     """Earlier events matching every given selector stop reaching readers."""
 
     reason: str
@@ -106,7 +108,7 @@ class QuarantineApplied(Payload, tag="quarantine_applied"):
     match_source_adapter: str | None = None
 
 
-class QuarantineReleased(Payload, tag="quarantine_released"):
+class QuarantineReleased(Payload, tag="quarantine_released", frozen=True, kw_only=True):
     """An earlier quarantine no longer applies."""
 
     quarantine_position: int

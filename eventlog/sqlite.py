@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import sqlite3
@@ -319,11 +320,8 @@ class SQLiteEventLog:
         self, after: int = 0, limit: int | None = None, *, until: int | None = None
     ) -> Iterator[RecordedEvent]:
         """Events after position `after` (up to `until`, at most `limit`), in position order."""
-        count = 0
-        for row in self.scan(after, until):
-            if limit is not None and count >= limit:
-                return
-            count += 1
+        rows = self.scan(after, until)
+        for row in rows if limit is None else itertools.islice(rows, limit):
             yield decode_record(row.body, position=row.position, chain_hash=row.chain_hash.hex())
 
     def scan(self, after: int = 0, until: int | None = None) -> Iterator[StoredRow]:
@@ -333,17 +331,15 @@ class SQLiteEventLog:
         and writers are not blocked for the length of the scan.
         """
         last = until if until is not None else self.head().position
-        while after < last:
+
+        def fetch(start: int) -> list[Row]:
             with self._lock:
-                rows = self._with_retry(
-                    lambda: self._conn.execute(_SQL_SCAN, (after, last, SCAN_CHUNK)).fetchall(),
+                return self._with_retry(
+                    lambda: self._conn.execute(_SQL_SCAN, (start, last, SCAN_CHUNK)).fetchall(),
                     "read",
                 )
-            if not rows:
-                return
-            for position, event_id, body, chain_hash in rows:
-                yield StoredRow(position, event_id, body, chain_hash)
-            after = rows[-1][0]
+
+        return _chunked(fetch, after, last)
 
     def close(self) -> None:
         """Close the connection. The handle must not be used afterwards."""
@@ -398,16 +394,15 @@ class _Snapshot:
 
     def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
         last = until if until is not None else self._head_raw()[0]
-        while after < last:
-            rows = self._run(
-                lambda: self._conn.execute(_SQL_SCAN, (after, last, SCAN_CHUNK)).fetchall(),
+
+        def fetch(start: int) -> list[Row]:
+            return self._run(
+                lambda: self._conn.execute(_SQL_SCAN, (start, last, SCAN_CHUNK)).fetchall(),
                 "read",
             )
-            if not rows:
-                return
-            for position, _event_id, body, chain_value in rows:
-                yield decode_record(body, position=position, chain_hash=bytes(chain_value).hex())
-            after = rows[-1][0]
+
+        for row in _chunked(fetch, after, last):
+            yield decode_record(row.body, position=row.position, chain_hash=row.chain_hash.hex())
 
     def _run(self, work: Callable[[], T], action: str) -> T:
         try:
@@ -473,6 +468,17 @@ class _Transaction(_Snapshot):
                 f"at position {record.position}"
             )
         return record
+
+
+def _chunked(fetch: Callable[[int], list[Row]], after: int, last: int) -> Iterator[StoredRow]:
+    """Rows after `after` up to `last`, fetched a chunk at a time by keyset on position."""
+    while after < last:
+        rows = fetch(after)
+        if not rows:
+            return
+        for position, event_id, body, chain_value in rows:
+            yield StoredRow(position, event_id, bytes(body), bytes(chain_value))
+        after = rows[-1][0]
 
 
 def _read_back(body: bytes, position: int, chain_value: bytes) -> RecordedEvent:

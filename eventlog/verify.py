@@ -67,8 +67,7 @@ class ChainWalker:
             raise ChainBreak(
                 expected,
                 Problem.ROW_MISSING,
-                f"row missing: expected position {expected}, the next stored row is "
-                f"{row.position}",
+                f"row missing: expected position {expected}, the next stored row is {row.position}",
             )
         try:
             record = decode_record(row.body, position=row.position, chain_hash="")

@@ -11,8 +11,8 @@ import pytest
 
 from eventlog import (
     LogBusyError,
-    NewEvent,
     MemoryAdded,
+    NewEvent,
     StorageError,
     UnknownEventKindError,
     open_log,
@@ -146,9 +146,8 @@ def test_unknown_kind_names_kind_and_position(tmp_path: Path) -> None:
 def test_nested_transaction_is_refused(tmp_path: Path) -> None:
     """Opening a transaction inside another on the same handle is a clear error."""
     log = open_log(tmp_path / "log.db")
-    with pytest.raises(Exception, match="already open"), log.transaction():
-        with log.transaction():
-            pass
+    with pytest.raises(Exception, match="already open"), log.transaction(), log.transaction():
+        pass
 
 
 def test_threads_share_one_handle(tmp_path: Path) -> None:

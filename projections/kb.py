@@ -1,0 +1,253 @@
+"""`CrossTaskKB`: one task publishes a fact under (scope, tag, key); later tasks subscribe.
+
+Last write wins by log position, never by timestamp. Every version stays in the log and in
+`history`. A fact is also a `cross_task` memory entry tagged with its tag.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+import structlog
+
+from eventlog import FactPublished, InvalidInputError, InvalidTypeError, NewEvent, RecordedEvent
+from eventlog.checks import check_content, check_identifier, check_optional_identifier
+from projections import reads, sql
+from projections.entries import Fact
+from projections.knowledge import fact_identity, run_key
+from projections.store import SQLiteMemoryStore
+from projections.validation import check_allow_list, check_key, check_scope, check_tag
+
+log = structlog.get_logger("factledger.kb")
+
+HookDispatch = Callable[[str, dict[str, object]], None]
+FACT_PUBLISHED_HOOK = "kb.fact_published"
+
+
+class PublishCounter:
+    """Thread-safe counts of facts published and facts yielded to subscribers."""
+
+    __slots__ = ("_lock", "publish", "subscribe")
+
+    def __init__(self) -> None:
+        self.publish = 0
+        self.subscribe = 0
+        self._lock = threading.Lock()
+
+    def incr_publish(self, count: int = 1) -> None:
+        """Count published facts."""
+        with self._lock:
+            self.publish += count
+
+    def incr_subscribe(self, count: int = 1) -> None:
+        """Count facts yielded to subscribers."""
+        with self._lock:
+            self.subscribe += count
+
+    def snapshot(self) -> tuple[int, int]:
+        """(publish, subscribe), read together."""
+        with self._lock:
+            return self.publish, self.subscribe
+
+
+_GLOBAL_COUNTER = PublishCounter()
+
+
+def get_global_counter() -> PublishCounter:
+    """The process-global counter every facade uses unless given its own."""
+    return _GLOBAL_COUNTER
+
+
+class CrossTaskKB:
+    """Publish/subscribe over the store, bound to one producing task and one run."""
+
+    def __init__(
+        self,
+        store: SQLiteMemoryStore,
+        *,
+        run_id: str = "",
+        producer_task_id: str = "",
+        source_adapter: str | None = None,
+        hook_dispatch: HookDispatch | None = None,
+        counter: PublishCounter | None = None,
+        clock_ns: Callable[[], int] | None = None,
+    ) -> None:
+        if not isinstance(store, SQLiteMemoryStore):
+            raise InvalidTypeError(f"store must be a SQLiteMemoryStore, not {type(store).__name__}")
+        self._store = store
+        self._run_id = check_identifier("run_id", run_id, allow_empty=True)
+        self._producer_task_id = check_identifier(
+            "producer_task_id", producer_task_id, allow_empty=True
+        )
+        self._source_adapter = check_optional_identifier("source_adapter", source_adapter)
+        self._hook_dispatch = hook_dispatch
+        self._counter = counter if counter is not None else _GLOBAL_COUNTER
+        self._clock_ns = clock_ns or time.time_ns
+
+    @property
+    def store(self) -> SQLiteMemoryStore:
+        """The store this facade writes through."""
+        return self._store
+
+    @property
+    def counter(self) -> PublishCounter:
+        """The publish/subscribe counter."""
+        return self._counter
+
+    @property
+    def run_id(self) -> str:
+        """The run this facade publishes and subscribes in ('' for none)."""
+        return self._run_id
+
+    def publish(
+        self,
+        tag: str,
+        key: str,
+        value: str,
+        *,
+        scope: str,
+        source_adapter: str | None = None,
+    ) -> Fact:
+        """Publish `value` under (scope, tag, key); the newest write by log position wins."""
+        return self.publish_many([(tag, key, value)], scope=scope, source_adapter=source_adapter)[0]
+
+    def publish_many(
+        self,
+        items: Sequence[tuple[str, str, str]],
+        *,
+        scope: str,
+        source_adapter: str | None = None,
+    ) -> list[Fact]:
+        """Publish several (tag, key, value) facts in one transaction: all or none."""
+        checked_scope = self._scope(scope)
+        adapter = check_optional_identifier("source_adapter", source_adapter)
+        adapter = adapter or self._source_adapter or self._store.source_adapter
+        events = [self._event(i, item, checked_scope, adapter) for i, item in enumerate(items)]
+        if not events:
+            return []
+        with self._store._writing().transaction() as tx:
+            records = tx.append(events)
+            replaced = [tx.execute(sql.FACT_REPLACED, (r.position,)) for r in records]
+        facts = [fact_from_record(record) for record in records]
+        self._counter.incr_publish(len(facts))
+        for fact, previous in zip(facts, replaced, strict=True):
+            if previous:
+                log.warning(
+                    "fact_overwritten",
+                    scope=fact.scope,
+                    tag=fact.tag,
+                    key=fact.key,
+                    run_id=fact.run_id,
+                    previous_position=previous[0][0],
+                    previous_producer=previous[0][1],
+                    position=fact.position,
+                    producer=fact.producer_task_id,
+                )
+            self._fire_hook(fact)
+        return facts
+
+    def _event(self, index: int, item: object, scope: str, adapter: str | None) -> NewEvent:
+        if not isinstance(item, tuple) or len(item) != 3:
+            raise InvalidTypeError(f"items[{index}] must be a (tag, key, value) tuple")
+        tag, key, value = item
+        checked = FactPublished(
+            scope=scope, tag=check_tag(tag), key=check_key(key), value=_value(value)
+        )
+        return NewEvent(
+            payload=checked,
+            producer_task_id=self._producer_task_id,
+            run_id=self._run_id or None,
+            source_adapter=adapter,
+            ts_ns=self._clock_ns(),
+        )
+
+    def subscribe(
+        self,
+        tag: str,
+        *,
+        scope: str,
+        read_only_from_adapters: list[str] | None = None,
+    ) -> Iterator[Fact]:
+        """One fact per key under `tag`: the last write in log order, newest first.
+
+        Scope 'run' sees this facade's run only; 'project' sees project facts of every run.
+        Allow-list as in the store: None reads all, a list reads only those adapters (the
+        newest version each wrote), and [] reads nothing.
+        """
+        checked_tag = check_tag(tag)
+        checked_scope = self._scope(scope)
+        adapters = check_allow_list(read_only_from_adapters)
+        if adapters == ():
+            return iter(())
+        identity = (checked_scope, run_key(checked_scope, self._run_id), checked_tag)
+        with self._store._reader.snapshot() as snap:
+            facts = reads.current_facts(snap, identity, adapters)
+        return self._counted(facts)
+
+    def _counted(self, facts: list[Fact]) -> Iterator[Fact]:
+        for fact in facts:
+            self._counter.incr_subscribe()
+            yield fact
+
+    def history(self, tag: str, key: str, *, scope: str) -> list[Fact]:
+        """Every version ever published under (scope, tag, key), oldest first."""
+        identity = fact_identity(self._scope(scope), self._run_id, check_tag(tag), check_key(key))
+        with self._store._reader.snapshot() as snap:
+            return reads.fact_history(snap, identity)
+
+    def _scope(self, scope: object) -> str:
+        checked = check_scope(scope)
+        if checked == "run" and not self._run_id:
+            raise InvalidInputError("scope 'run' needs a run_id; this facade has none")
+        return checked
+
+    def _fire_hook(self, fact: Fact) -> None:
+        if self._hook_dispatch is None:
+            return
+        payload: dict[str, object] = {
+            "tag": fact.tag,
+            "key": fact.key,
+            "scope": fact.scope,
+            "producer_task_id": fact.producer_task_id,
+            "ts_ns": fact.ts_ns,
+            "content_hash": fact.content_hash,
+            "position": fact.position,
+            "source_adapter": fact.source_adapter,
+        }
+        try:
+            self._hook_dispatch(FACT_PUBLISHED_HOOK, payload)
+        except Exception as exc:
+            log.warning(
+                "fact_hook_failed",
+                hook_event=FACT_PUBLISHED_HOOK,
+                position=fact.position,
+                error_type=type(exc).__name__,
+            )
+
+
+def fact_from_record(record: RecordedEvent) -> Fact:
+    """The fact a `fact_published` event records."""
+    payload = record.payload
+    if not isinstance(payload, FactPublished):
+        raise InvalidTypeError(f"event at position {record.position} is not a published fact")
+    return Fact(
+        tag=payload.tag,
+        key=payload.key,
+        value=payload.value,
+        scope=payload.scope,
+        producer_task_id=record.producer_task_id,
+        ts_ns=record.ts_ns,
+        content_hash=record.content_hash,
+        position=record.position,
+        run_id=record.run_id,
+        source_adapter=record.source_adapter,
+    )
+
+
+def _value(value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"value must be str, not {type(value).__name__}")
+    check_content("value", value)
+    return value

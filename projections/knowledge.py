@@ -1,0 +1,212 @@
+"""The knowledge projector: memory entries, their tags, fact versions, and quarantine.
+
+Entry ids are log positions. A published fact is a fact version (for subscribe and history)
+and a `cross_task` memory row tagged with its tag (for list, query and the prompt path);
+only the current version's row is visible. Quarantined events stay in every table but are
+flagged out of every read; subscribe falls back to the newest version not quarantined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from eventlog import (
+    FactPublished,
+    MemoryAdded,
+    MemoryRemoved,
+    MemoryReweighted,
+    QuarantineApplied,
+    QuarantineReleased,
+    RecordedEvent,
+)
+from projections import sql
+from projections.projector import TableWriter
+
+Identity = tuple[str, str, str, str]
+"""(scope, run_key, tag, key): run_key is the run id for run scope and '' for project scope."""
+
+
+def run_key(scope: str, run_id: str | None) -> str:
+    """The run part of a fact's identity: the run id in run scope, '' in project scope."""
+    return (run_id or "") if scope == "run" else ""
+
+
+def fact_identity(scope: str, run_id: str | None, tag: str, key: str) -> Identity:
+    """The identity a fact version is current under."""
+    return (scope, run_key(scope, run_id), tag, key)
+
+
+class KnowledgeProjector:
+    """Folds memory, fact and quarantine events into the tag-indexed read model."""
+
+    name = "knowledge"
+    version = 1
+    tables = sql.KNOWLEDGE_TABLES
+
+    def create(self, writer: TableWriter) -> None:
+        for statement in sql.KNOWLEDGE_DDL:
+            writer.execute(statement)
+
+    def apply(self, writer: TableWriter, records: Sequence[RecordedEvent]) -> None:
+        entries: list[tuple[object, ...]] = []
+        tags: list[tuple[str, int]] = []
+        for record in records:
+            payload = record.payload
+            if isinstance(payload, MemoryAdded):
+                entries.append(_entry_row(record, payload))
+                tags.extend((tag, record.position) for tag in payload.tags)
+                continue
+            if entries:
+                _insert_entries(writer, entries, tags)
+                entries, tags = [], []
+            if isinstance(payload, FactPublished):
+                _publish(writer, record, payload)
+            elif isinstance(payload, MemoryRemoved):
+                _remove(writer, payload.entry_ids)
+            elif isinstance(payload, MemoryReweighted):
+                writer.execute(sql.MEMORY_REWEIGHT, (payload.factor,))
+            elif isinstance(payload, QuarantineApplied):
+                _quarantine(writer, record.position, payload)
+            elif isinstance(payload, QuarantineReleased):
+                _release(writer, record.position, payload.quarantine_position)
+        if entries:
+            _insert_entries(writer, entries, tags)
+
+
+def _entry_row(record: RecordedEvent, payload: MemoryAdded) -> tuple[object, ...]:
+    created_at = payload.created_at if payload.created_at is not None else record.ts_ns / 1e9
+    return (
+        record.position,
+        payload.type,
+        payload.content,
+        ",".join(payload.tags),
+        payload.importance,
+        payload.task_id,
+        created_at,
+        payload.source_agent,
+        payload.source_model,
+        record.source_adapter,
+        record.producer_task_id,
+        record.content_hash,
+    )
+
+
+def _insert_entries(
+    writer: TableWriter, entries: list[tuple[object, ...]], tags: list[tuple[str, int]]
+) -> None:
+    writer.executemany(sql.MEMORY_INSERT, entries)
+    if tags:
+        writer.executemany(sql.TAG_INSERT, tags)
+
+
+def _publish(writer: TableWriter, record: RecordedEvent, fact: FactPublished) -> None:
+    identity = fact_identity(fact.scope, record.run_id, fact.tag, fact.key)
+    previous = writer.execute(sql.FACT_CURRENT_GET, identity)
+    replaced = previous[0][0] if previous else None
+    writer.execute(
+        sql.FACT_INSERT,
+        (
+            record.position,
+            *identity,
+            fact.value,
+            record.producer_task_id,
+            record.ts_ns,
+            record.content_hash,
+            record.run_id,
+            record.source_adapter,
+            replaced,
+        ),
+    )
+    writer.execute(sql.FACT_CURRENT_PUT, (*identity, record.position))
+    writer.execute(
+        sql.MEMORY_INSERT,
+        (
+            record.position,
+            "cross_task",
+            fact.value,
+            fact.tag,
+            1.0,
+            record.producer_task_id or None,
+            record.ts_ns / 1e9,
+            "",
+            "",
+            record.source_adapter,
+            record.producer_task_id,
+            record.content_hash,
+        ),
+    )
+    writer.execute(sql.TAG_INSERT, (fact.tag, record.position))
+    if replaced is not None:
+        writer.execute(sql.MEMORY_HIDE, (sql.HIDDEN_SUPERSEDED, replaced))
+
+
+def _remove(writer: TableWriter, entry_ids: Sequence[int]) -> None:
+    for entry_id in entry_ids:
+        found = writer.execute(sql.MEMORY_TAGS_OF, (entry_id,))
+        if not found:
+            continue
+        tags = found[0][1]
+        if tags:
+            writer.executemany(sql.TAG_DELETE, [(tag, entry_id) for tag in tags.split(",")])
+        writer.execute(sql.MEMORY_DELETE, (entry_id,))
+
+
+def _quarantine(writer: TableWriter, position: int, payload: QuarantineApplied) -> None:
+    writer.execute(sql.QUARANTINE_INSERT, (position, payload.reason))
+    covered = _matching(writer, position, payload)
+    writer.executemany(sql.QUARANTINE_COVER, [(p, position) for p in covered])
+    _set_quarantined(writer, covered)
+
+
+def _matching(writer: TableWriter, position: int, payload: QuarantineApplied) -> list[int]:
+    """Positions of earlier content events (entries, fact versions) every selector matches."""
+    memory_filters: list[str] = []
+    fact_filters: list[str] = []
+    if payload.match_positions:
+        marks = ", ".join("?" * len(payload.match_positions))
+        memory_filters.append(f"id IN ({marks})")
+        fact_filters.append(f"position IN ({marks})")
+    if payload.match_producer_task_id is not None:
+        memory_filters.append("producer_task_id = ?")
+        fact_filters.append("producer_task_id = ?")
+    if payload.match_source_adapter is not None:
+        memory_filters.append("source_adapter = ?")
+        fact_filters.append("source_adapter = ?")
+    selectors: list[object] = [*payload.match_positions]
+    if payload.match_producer_task_id is not None:
+        selectors.append(payload.match_producer_task_id)
+    if payload.match_source_adapter is not None:
+        selectors.append(payload.match_source_adapter)
+    params = [position, *selectors, position, *selectors]
+    statement = sql.QUARANTINE_CANDIDATES.format(
+        where_memory="".join(" AND " + f for f in memory_filters),
+        where_fact="".join(" AND " + f for f in fact_filters),
+    )
+    return sorted(row[0] for row in writer.execute(statement, params))
+
+
+def _release(writer: TableWriter, position: int, quarantine_position: int) -> None:
+    if not writer.execute(sql.QUARANTINE_ACTIVE, (quarantine_position,)):
+        return
+    covered = [row[0] for row in writer.execute(sql.QUARANTINE_COVERED_BY, (quarantine_position,))]
+    writer.execute(sql.QUARANTINE_UNCOVER, (quarantine_position,))
+    writer.execute(sql.QUARANTINE_RELEASE, (position, quarantine_position))
+    _set_quarantined(writer, covered)
+
+
+def _set_quarantined(writer: TableWriter, positions: Sequence[int]) -> None:
+    """Refresh the quarantine flags of `positions` and the current version of their facts."""
+    identities: set[Identity] = set()
+    for event_position in positions:
+        flag = 1 if writer.execute(sql.QUARANTINE_STILL_COVERED, (event_position,)) else 0
+        writer.execute(sql.QUARANTINE_SET_MEMORY, (flag * sql.HIDDEN_QUARANTINED, event_position))
+        writer.execute(sql.QUARANTINE_SET_FACT, (flag, event_position))
+        for scope, run_key, tag, key in writer.execute(sql.FACT_IDENTITY_OF, (event_position,)):
+            identities.add((scope, run_key, tag, key))
+    for identity in sorted(identities):
+        newest = writer.execute(sql.FACT_NEWEST_VISIBLE, identity)[0][0]
+        if newest is None:
+            writer.execute(sql.FACT_CURRENT_DELETE, identity)
+        else:
+            writer.execute(sql.FACT_CURRENT_PUT, (*identity, newest))
+        writer.execute(sql.FACT_MIRRORS_SUPERSEDE, (newest, *identity))

@@ -1,0 +1,223 @@
+"""Projectors and the runner that keeps them folded up to the log's head.
+
+A projector folds events into its own tables. The runner applies every projector inside the
+append's own transaction (read-your-writes) and records, in that same transaction, the
+position and chain hash each projector has applied. On open, a projector that is behind
+catches up; one whose version changed, or whose checkpoint no longer matches the log, is
+dropped and rebuilt from the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+import structlog
+
+from eventlog import EventLog, LogTransaction, NewEvent, RecordedEvent
+from eventlog.chain import genesis
+from projections import sql
+
+log = structlog.get_logger("factledger.projections")
+
+FOLD_BATCH = 2000
+
+
+class TableWriter(Protocol):
+    """Where a projector writes: the append's transaction, or a scratch database."""
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]: ...
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> None: ...
+
+
+class Projector(Protocol):
+    """Folds events into tables it owns. Bump `version` whenever its tables or fold change."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def tables(self) -> tuple[str, ...]: ...
+
+    def create(self, writer: TableWriter) -> None:
+        """Create the (empty) tables."""
+        ...
+
+    def apply(self, writer: TableWriter, records: Sequence[RecordedEvent]) -> None:
+        """Fold events, in position order, that this projector has not seen yet."""
+        ...
+
+
+def fold(
+    writer: TableWriter, projectors: Sequence[Projector], events: Iterable[RecordedEvent]
+) -> int:
+    """Create every projector's tables in `writer` and fold `events` into them; return the count."""
+    for projector in projectors:
+        projector.create(writer)
+    count = 0
+    for batch in _batches(events):
+        for projector in projectors:
+            projector.apply(writer, batch)
+        count += len(batch)
+    return count
+
+
+def _batches(events: Iterable[RecordedEvent]) -> Iterator[list[RecordedEvent]]:
+    batch: list[RecordedEvent] = []
+    for event in events:
+        batch.append(event)
+        if len(batch) >= FOLD_BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class Projection:
+    """Keeps a fixed set of projectors folded up to the head of one log."""
+
+    def __init__(self, event_log: EventLog, projectors: Sequence[Projector]) -> None:
+        self._log = event_log
+        self._projectors = tuple(projectors)
+        self._names = tuple(p.name for p in self._projectors)
+        self._advance_all = (
+            "UPDATE fl_projector_checkpoint SET position = ?, chain_hash = ? WHERE name IN ("
+            + ", ".join("?" * len(self._names))
+            + ")"
+        )
+        self._known = -1
+
+    @property
+    def projectors(self) -> tuple[Projector, ...]:
+        """The projectors this runner keeps current."""
+        return self._projectors
+
+    def is_current(self) -> bool:
+        """Whether every projector exists at its code's version and at the log's head."""
+        with self._log.snapshot() as snap:
+            if not snap.execute(sql.CHECKPOINT_TABLE_EXISTS):
+                return False
+            head = snap.head()
+            for projector in self._projectors:
+                row = snap.execute(sql.CHECKPOINT_GET, (projector.name,))
+                if not row or tuple(row[0]) != (projector.version, head.position, head.chain_hash):
+                    return False
+        self._known = head.position
+        return True
+
+    def open(self) -> None:
+        """Create, rebuild or catch up projectors as needed so they match the log's head."""
+        if self.is_current():
+            return
+        with self._log.transaction() as tx:
+            tx.execute(sql.CHECKPOINT_DDL)
+            self._reset_stale(tx)
+            self._catch_up(tx)
+            head = tx.head().position
+        self._known = head
+
+    def _reset_stale(self, tx: LogTransaction) -> None:
+        head = tx.head()
+        for projector in self._projectors:
+            row = tx.execute(sql.CHECKPOINT_GET, (projector.name,))
+            reason = self._staleness(tx, projector, row, head.position)
+            if reason is None:
+                continue
+            if row:
+                log.warning("projector_rebuild", projector=projector.name, reason=reason)
+            for table in projector.tables:
+                tx.execute(f"DROP TABLE IF EXISTS {table}")
+            projector.create(tx)
+            tx.execute(
+                sql.CHECKPOINT_PUT,
+                (projector.name, projector.version, 0, genesis(self._log.log_id).hex()),
+            )
+
+    @staticmethod
+    def _staleness(
+        tx: LogTransaction, projector: Projector, row: list[tuple[Any, ...]], head: int
+    ) -> str | None:
+        if not row:
+            return "new"
+        version, position, chain_hash = row[0]
+        if version != projector.version:
+            return f"version {version} -> {projector.version}"
+        if position > head:
+            return f"checkpoint at {position} is past the log head {head}"
+        if position and next(tx.read(position - 1, position)).chain_hash != chain_hash:
+            return f"checkpoint at {position} does not match the log"
+        return None
+
+    def _catch_up(self, tx: LogTransaction) -> None:
+        applied: dict[str, int] = {name: pos for name, pos in tx.execute(sql.CHECKPOINT_ALL)}
+        head = tx.head().position
+        lowest = min(applied.get(name, 0) for name in self._names)
+        if lowest >= head:
+            return
+        log.info("projection_catch_up", from_position=lowest, to_position=head)
+        for batch in _batches(tx.read(after=lowest, until=head)):
+            for projector in self._projectors:
+                unseen = [r for r in batch if r.position > applied[projector.name]]
+                if unseen:
+                    projector.apply(tx, unseen)
+                    last = unseen[-1]
+                    tx.execute(
+                        sql.CHECKPOINT_ADVANCE, (last.position, last.chain_hash, projector.name)
+                    )
+                    applied[projector.name] = last.position
+
+    @contextmanager
+    def transaction(self) -> Iterator[ProjectedTransaction]:
+        """A write transaction whose appends are folded by every projector before commit."""
+        with self._log.transaction() as tx:
+            projected = ProjectedTransaction(self, tx)
+            yield projected
+            head = tx.head().position
+        self._known = head
+
+    def _append(self, tx: LogTransaction, events: Sequence[NewEvent]) -> list[RecordedEvent]:
+        before = self._ensure_current(tx)
+        records = tx.append_many(events)
+        new = [r for r in records if r.position > before]
+        if new:
+            for projector in self._projectors:
+                projector.apply(tx, new)
+            tx.execute(self._advance_all, (new[-1].position, new[-1].chain_hash, *self._names))
+        return records
+
+    def _ensure_current(self, tx: LogTransaction) -> int:
+        head = tx.head().position
+        if head != self._known:
+            self._catch_up(tx)
+        return head
+
+
+class ProjectedTransaction:
+    """Appends that are projected inline, and read-model queries, in one write transaction."""
+
+    def __init__(self, projection: Projection, tx: LogTransaction) -> None:
+        self._projection = projection
+        self._tx = tx
+        self._current = False
+
+    def append(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
+        """Append events and fold them into every projector."""
+        records = self._projection._append(self._tx, events)
+        self._current = True
+        return records
+
+    def head_position(self) -> int:
+        """The log's last position, including this transaction's appends."""
+        return self._tx.head().position
+
+    def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Query the read model, caught up to the log first, inside this transaction."""
+        if not self._current:
+            self._projection._ensure_current(self._tx)
+            self._current = True
+        return self._tx.execute(statement, params)

@@ -1,0 +1,258 @@
+"""Every SQL statement of the read side. Values are always bound; identifiers are constants."""
+
+from __future__ import annotations
+
+# -- projector checkpoints ---------------------------------------------------------------
+
+CHECKPOINT_DDL = """CREATE TABLE IF NOT EXISTS fl_projector_checkpoint (
+    name TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    chain_hash TEXT NOT NULL
+)"""
+CHECKPOINT_TABLE_EXISTS = (
+    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'fl_projector_checkpoint'"
+)
+CHECKPOINT_GET = "SELECT version, position, chain_hash FROM fl_projector_checkpoint WHERE name = ?"
+CHECKPOINT_ALL = "SELECT name, position FROM fl_projector_checkpoint"
+CHECKPOINT_PUT = (
+    "INSERT OR REPLACE INTO fl_projector_checkpoint (name, version, position, chain_hash) "
+    "VALUES (?, ?, ?, ?)"
+)
+CHECKPOINT_ADVANCE = (
+    "UPDATE fl_projector_checkpoint SET position = ?, chain_hash = ? WHERE name = ?"
+)
+
+# -- knowledge: memory entries, tags, facts, quarantine -----------------------------------
+
+KNOWLEDGE_TABLES = (
+    "fl_memory",
+    "fl_memory_tag",
+    "fl_fact",
+    "fl_fact_current",
+    "fl_quarantine",
+    "fl_quarantined",
+)
+KNOWLEDGE_DDL = (
+    """CREATE TABLE fl_memory (
+        id INTEGER PRIMARY KEY,
+        type TEXT NOT NULL,
+        content TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        importance REAL NOT NULL,
+        task_id TEXT,
+        created_at REAL NOT NULL,
+        source_agent TEXT NOT NULL,
+        source_model TEXT NOT NULL,
+        source_adapter TEXT,
+        producer_task_id TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        hidden INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX fl_memory_by_type ON fl_memory (type, id)",
+    """CREATE TABLE fl_memory_tag (
+        tag TEXT NOT NULL,
+        entry_id INTEGER NOT NULL,
+        PRIMARY KEY (tag, entry_id)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE fl_fact (
+        position INTEGER PRIMARY KEY,
+        scope TEXT NOT NULL,
+        run_key TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        producer_task_id TEXT NOT NULL,
+        ts_ns INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        run_id TEXT,
+        source_adapter TEXT,
+        replaced_position INTEGER,
+        quarantined INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX fl_fact_by_identity ON fl_fact (scope, run_key, tag, key, position)",
+    """CREATE TABLE fl_fact_current (
+        scope TEXT NOT NULL,
+        run_key TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        key TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (scope, run_key, tag, key)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE fl_quarantine (
+        position INTEGER PRIMARY KEY,
+        reason TEXT NOT NULL,
+        released_by INTEGER
+    )""",
+    """CREATE TABLE fl_quarantined (
+        event_position INTEGER NOT NULL,
+        quarantine_position INTEGER NOT NULL,
+        PRIMARY KEY (event_position, quarantine_position)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX fl_quarantined_by ON fl_quarantined (quarantine_position)",
+)
+
+HIDDEN_QUARANTINED = 1
+HIDDEN_SUPERSEDED = 2
+
+MEMORY_INSERT = (
+    "INSERT INTO fl_memory (id, type, content, tags, importance, task_id, created_at, "
+    "source_agent, source_model, source_adapter, producer_task_id, content_hash) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+TAG_INSERT = "INSERT OR IGNORE INTO fl_memory_tag (tag, entry_id) VALUES (?, ?)"
+MEMORY_TAGS_OF = "SELECT id, tags FROM fl_memory WHERE id = ?"
+MEMORY_DELETE = "DELETE FROM fl_memory WHERE id = ?"
+TAG_DELETE = "DELETE FROM fl_memory_tag WHERE tag = ? AND entry_id = ?"
+MEMORY_REWEIGHT = "UPDATE fl_memory SET importance = importance * ?"
+MEMORY_EXISTS = "SELECT 1 FROM fl_memory WHERE id = ?"
+MEMORY_PRUNE_OLD = "SELECT id FROM fl_memory WHERE hidden = 0 AND created_at < ?"
+MEMORY_PRUNE_KEEP = (
+    "SELECT id FROM fl_memory WHERE hidden = 0 ORDER BY importance DESC, created_at DESC, id DESC"
+)
+TABLE_COLUMNS = "SELECT name FROM pragma_table_info(?)"
+TABLE_ROWS = "SELECT * FROM {table} ORDER BY {columns}"
+
+FACT_CURRENT_GET = (
+    "SELECT position FROM fl_fact_current WHERE scope = ? AND run_key = ? AND tag = ? AND key = ?"
+)
+FACT_CURRENT_PUT = (
+    "INSERT OR REPLACE INTO fl_fact_current (scope, run_key, tag, key, position) "
+    "VALUES (?, ?, ?, ?, ?)"
+)
+FACT_CURRENT_DELETE = (
+    "DELETE FROM fl_fact_current WHERE scope = ? AND run_key = ? AND tag = ? AND key = ?"
+)
+FACT_INSERT = (
+    "INSERT INTO fl_fact (position, scope, run_key, tag, key, value, producer_task_id, ts_ns, "
+    "content_hash, run_id, source_adapter, replaced_position) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+MEMORY_HIDE = "UPDATE fl_memory SET hidden = hidden | ? WHERE id = ?"
+FACT_NEWEST_VISIBLE = (
+    "SELECT max(position) FROM fl_fact WHERE scope = ? AND run_key = ? AND tag = ? AND key = ? "
+    "AND quarantined = 0"
+)
+FACT_MIRRORS_SUPERSEDE = (
+    "UPDATE fl_memory SET hidden = (hidden & ~2) | (CASE WHEN id = ? THEN 0 ELSE 2 END) "
+    "WHERE id IN (SELECT position FROM fl_fact "
+    "WHERE scope = ? AND run_key = ? AND tag = ? AND key = ?)"
+)
+FACT_IDENTITY_OF = "SELECT scope, run_key, tag, key FROM fl_fact WHERE position = ?"
+
+QUARANTINE_INSERT = "INSERT INTO fl_quarantine (position, reason) VALUES (?, ?)"
+QUARANTINE_ACTIVE = "SELECT 1 FROM fl_quarantine WHERE position = ? AND released_by IS NULL"
+QUARANTINE_RELEASE = "UPDATE fl_quarantine SET released_by = ? WHERE position = ?"
+QUARANTINE_COVER = (
+    "INSERT OR IGNORE INTO fl_quarantined (event_position, quarantine_position) VALUES (?, ?)"
+)
+QUARANTINE_COVERED_BY = "SELECT event_position FROM fl_quarantined WHERE quarantine_position = ?"
+QUARANTINE_UNCOVER = "DELETE FROM fl_quarantined WHERE quarantine_position = ?"
+QUARANTINE_STILL_COVERED = "SELECT 1 FROM fl_quarantined WHERE event_position = ? LIMIT 1"
+QUARANTINE_SET_MEMORY = "UPDATE fl_memory SET hidden = (hidden & ~1) | ? WHERE id = ?"
+QUARANTINE_SET_FACT = "UPDATE fl_fact SET quarantined = ? WHERE position = ?"
+QUARANTINE_CANDIDATES = (
+    "SELECT id FROM fl_memory WHERE id < ? {where_memory} "
+    "UNION SELECT position FROM fl_fact WHERE position < ? {where_fact}"
+)
+QUARANTINE_LIST = (
+    "SELECT q.position, q.reason, q.released_by, count(c.event_position) FROM fl_quarantine q "
+    "LEFT JOIN fl_quarantined c ON c.quarantine_position = q.position "
+    "GROUP BY q.position ORDER BY q.position"
+)
+
+# -- reads ----------------------------------------------------------------------------------
+
+ENTRY_COLUMNS = (
+    "m.id, m.type, m.content, m.tags, m.importance, m.task_id, m.created_at, "
+    "m.source_agent, m.source_model, m.source_adapter, m.content_hash"
+)
+ENTRY_GET = f"SELECT {ENTRY_COLUMNS} FROM fl_memory m WHERE m.id = ? AND m.hidden = 0"
+ENTRIES = (
+    "SELECT "
+    + ENTRY_COLUMNS
+    + " FROM fl_memory m WHERE m.hidden = 0{filters} "
+    + ("ORDER BY m.id DESC LIMIT ?")
+)
+FILTER_TYPE = " AND m.type = ?"
+FILTER_TAGS = " AND m.id IN (SELECT entry_id FROM fl_memory_tag WHERE tag IN ({marks}))"
+FILTER_ADAPTERS = " AND m.source_adapter IN ({marks})"
+RELEVANT = (
+    "SELECT " + ENTRY_COLUMNS + ", count(*) AS shared, m.hidden "
+    "FROM fl_memory_tag t JOIN fl_memory m ON m.id = t.entry_id "
+    "WHERE t.tag IN ({marks}) AND m.hidden & 2 = 0{filters} "
+    "GROUP BY m.id ORDER BY shared DESC, m.importance DESC, m.id DESC LIMIT ?"
+)
+NEWEST = (
+    "SELECT " + ENTRY_COLUMNS + ", 0 AS shared, m.hidden FROM fl_memory m "
+    "WHERE m.hidden & 2 = 0{filters} ORDER BY m.id DESC LIMIT ?"
+)
+FILTER_VISIBLE = " AND m.hidden = 0"
+FILTER_TRUSTED = " AND (m.hidden = 0) AND ({trust})"
+FILTER_REFUSED = " AND (m.hidden <> 0 OR NOT ({trust}))"
+TRUST_UNTAGGED = "m.source_adapter IS NULL"
+TRUST_ADAPTERS = "m.source_adapter IN ({marks})"
+TRUST_NOTHING = "0"
+
+FACT_COLUMNS = (
+    "f.tag, f.key, f.value, f.scope, f.producer_task_id, f.ts_ns, f.content_hash, f.position, "
+    "f.run_id, f.source_adapter"
+)
+FACTS_CURRENT = (
+    "SELECT " + FACT_COLUMNS + " FROM fl_fact_current c JOIN fl_fact f ON f.position = c.position "
+    "WHERE c.scope = ? AND c.run_key = ? AND c.tag = ? ORDER BY c.position DESC"
+)
+FACTS_CURRENT_ALLOWED = (
+    "SELECT " + FACT_COLUMNS + ", max(f.position) FROM fl_fact f "
+    "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.quarantined = 0 "
+    "AND f.source_adapter IN ({marks}) GROUP BY f.key ORDER BY f.position DESC"
+)
+FACT_HISTORY = (
+    "SELECT " + FACT_COLUMNS + " FROM fl_fact f "
+    "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.key = ? ORDER BY f.position"
+)
+FACT_REPLACED = (
+    "SELECT p.position, p.producer_task_id FROM fl_fact f JOIN fl_fact p "
+    "ON p.position = f.replaced_position WHERE f.position = ?"
+)
+
+# -- receipts -------------------------------------------------------------------------------
+
+RECEIPT_TABLES = ("fl_receipt", "fl_receipt_item")
+RECEIPT_DDL = (
+    """CREATE TABLE fl_receipt (
+        position INTEGER PRIMARY KEY,
+        task_id TEXT,
+        run_id TEXT,
+        adapter TEXT,
+        head_position INTEGER NOT NULL,
+        rendered_hash TEXT NOT NULL,
+        ts_ns INTEGER NOT NULL
+    )""",
+    """CREATE TABLE fl_receipt_item (
+        event_position INTEGER NOT NULL,
+        receipt_position INTEGER NOT NULL,
+        included INTEGER NOT NULL,
+        reason TEXT,
+        PRIMARY KEY (event_position, receipt_position)
+    ) WITHOUT ROWID""",
+)
+RECEIPT_INSERT = (
+    "INSERT INTO fl_receipt (position, task_id, run_id, adapter, head_position, rendered_hash, "
+    "ts_ns) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+RECEIPT_ITEM_INSERT = (
+    "INSERT OR IGNORE INTO fl_receipt_item (event_position, receipt_position, included, reason) "
+    "VALUES (?, ?, ?, ?)"
+)
+RECEIPTS_TOUCHING = (
+    "SELECT r.position, r.task_id, r.run_id, r.adapter, i.event_position, i.included, i.reason "
+    "FROM fl_receipt_item i JOIN fl_receipt r ON r.position = i.receipt_position "
+    "WHERE i.event_position IN ({marks}) ORDER BY r.position, i.event_position"
+)
+
+# -- legacy import ----------------------------------------------------------------------------
+
+LEGACY_TABLE_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory'"
+LEGACY_COLUMNS = "PRAGMA table_info(memory)"
+LEGACY_ROWS = "SELECT {columns} FROM memory ORDER BY created_at, id"

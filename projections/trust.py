@@ -1,0 +1,86 @@
+"""Which memory may reach a live prompt: the provenance trust policy.
+
+Untagged rows (operator and legacy writes) are trusted by default; a row written under an
+adapter is trusted only if that adapter was opted in. The policy is on unless switched off.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from eventlog import InvalidTypeError, TrustSettings
+from eventlog.checks import check_identifier
+from projections.entries import MemoryEntry
+
+POLICY_ENV = ("FACTLEDGER_TRUST_POLICY", "BERNSTEIN_MEMORY_TRUST_POLICY")
+ADAPTERS_ENV = ("FACTLEDGER_TRUST_ADAPTERS", "BERNSTEIN_MEMORY_TRUST_ADAPTERS")
+_OFF = frozenset(("0", "false", "no", "off"))
+
+
+@dataclass(frozen=True)
+class MemoryTrustPolicy:
+    """Decides, per entry, whether it may be replayed into a spawned agent's prompt."""
+
+    enabled: bool = True
+    trusted_adapters: frozenset[str] = field(default_factory=frozenset)
+    trust_untagged: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("enabled", "trust_untagged"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidTypeError(
+                    f"{name} must be bool, not {type(getattr(self, name)).__name__}"
+                )
+        adapters = self.trusted_adapters
+        if isinstance(adapters, (str, bytes)) or not isinstance(adapters, Iterable):
+            raise InvalidTypeError("trusted_adapters must be a set of adapter names, not a string")
+        checked = frozenset(
+            check_identifier("trusted_adapters item", adapter) for adapter in adapters
+        )
+        object.__setattr__(self, "trusted_adapters", checked)
+
+    def is_trusted(self, entry: MemoryEntry) -> bool:
+        """Whether `entry` may reach a prompt under this policy."""
+        if not isinstance(entry, MemoryEntry):
+            raise InvalidTypeError(f"expected a MemoryEntry, not {type(entry).__name__}")
+        if not self.enabled:
+            return True
+        if entry.source_adapter is None:
+            return self.trust_untagged
+        return entry.source_adapter in self.trusted_adapters
+
+    def filter_entries(self, entries: Iterable[MemoryEntry]) -> list[MemoryEntry]:
+        """The entries this policy trusts, in their order."""
+        return [entry for entry in entries if self.is_trusted(entry)]
+
+    def settings(self) -> TrustSettings:
+        """The policy as recorded in a recall receipt."""
+        return TrustSettings(
+            enabled=self.enabled,
+            trusted_adapters=tuple(sorted(self.trusted_adapters)),
+            trust_untagged=self.trust_untagged,
+        )
+
+
+def _first_set(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        if name in os.environ:
+            return os.environ[name]
+    return None
+
+
+def active_trust_policy() -> MemoryTrustPolicy:
+    """The policy the environment asks for, read anew on every call.
+
+    FACTLEDGER_TRUST_POLICY (else BERNSTEIN_MEMORY_TRUST_POLICY): 0/false/no/off in any case
+    disables it; unset, empty or anything else leaves it on. FACTLEDGER_TRUST_ADAPTERS (else
+    BERNSTEIN_MEMORY_TRUST_ADAPTERS): comma-separated adapters to trust.
+    """
+    switch = (_first_set(POLICY_ENV) or "").strip().lower()
+    adapters = _first_set(ADAPTERS_ENV) or ""
+    return MemoryTrustPolicy(
+        enabled=switch not in _OFF,
+        trusted_adapters=frozenset(a.strip() for a in adapters.split(",") if a.strip()),
+    )

@@ -1,0 +1,110 @@
+"""Checks for the values the store and the knowledge base accept, with errors that name them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from eventlog.checks import check_finite, check_identifier
+from eventlog.errors import InvalidInputError, InvalidTypeError
+
+MemoryType = Literal[
+    "convention", "decision", "learning", "episodic", "semantic", "procedural", "cross_task"
+]
+MEMORY_TYPES: frozenset[str] = frozenset(
+    ("convention", "decision", "learning", "episodic", "semantic", "procedural", "cross_task")
+)
+Scope = Literal["run", "project"]
+SCOPES: frozenset[str] = frozenset(("run", "project"))
+MAX_TAG_CHARS = 200
+MAX_TAGS = 64
+
+
+def check_memory_type(value: object) -> str:
+    """A memory type: one of MEMORY_TYPES."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"type must be str, not {type(value).__name__}")
+    if value not in MEMORY_TYPES:
+        raise InvalidInputError(
+            f"unknown memory type {value!r}; expected one of {', '.join(sorted(MEMORY_TYPES))}"
+        )
+    return value
+
+
+def check_tag(value: object, *, name: str = "tag") -> str:
+    """A tag: non-empty, at most 200 characters, no comma, no control character, no
+    surrounding whitespace. `%` and `_` are ordinary characters."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{name} must be str, not {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInputError(f"{name} must be a non-empty string")
+    if len(value) > MAX_TAG_CHARS:
+        raise InvalidInputError(
+            f"{name} is {len(value)} characters long; the limit is {MAX_TAG_CHARS}"
+        )
+    if "," in value:
+        raise InvalidInputError(f"{name} must not contain ',': {value!r}")
+    return check_identifier(name, value)
+
+
+def check_tags(value: object, *, name: str = "tags") -> tuple[str, ...]:
+    """A list of tags (None or empty: no tags). Duplicates are dropped, order kept."""
+    if value is None:
+        return ()
+    items = _sequence(value, name, "tag")
+    if len(items) > MAX_TAGS:
+        raise InvalidInputError(f"{name} has {len(items)} tags; the limit is {MAX_TAGS}")
+    return tuple(dict.fromkeys(check_tag(tag, name=f"{name}[{i}]") for i, tag in enumerate(items)))
+
+
+def check_scope(value: object) -> str:
+    """A fact scope: 'run' or 'project'."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"scope must be str, not {type(value).__name__}")
+    if value not in SCOPES:
+        raise InvalidInputError(f"scope must be one of ['project', 'run'], got {value!r}")
+    return value
+
+
+def check_key(value: object) -> str:
+    """A fact key: a non-empty identifier within its tag."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"key must be str, not {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInputError("key must be a non-empty string")
+    return check_identifier("key", value)
+
+
+def check_limit(value: object, *, name: str = "limit") -> int:
+    """A row limit: a positive int."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(f"{name} must be int, not {type(value).__name__}")
+    if value < 1:
+        raise InvalidInputError(f"{name} must be at least 1, got {value}")
+    return value
+
+
+def check_importance(value: object) -> float:
+    """An importance between 0.0 and 1.0."""
+    number = check_finite("importance", value)
+    if not 0.0 <= number <= 1.0:
+        raise InvalidInputError(f"importance must be between 0.0 and 1.0, got {value!r}")
+    return number
+
+
+def check_allow_list(value: object) -> tuple[str, ...] | None:
+    """`read_only_from_adapters`: None (no filter) or a list of adapter names ([] allows none)."""
+    if value is None:
+        return None
+    items = _sequence(value, "read_only_from_adapters", "adapter name")
+    return tuple(
+        check_identifier(f"read_only_from_adapters[{i}]", item) for i, item in enumerate(items)
+    )
+
+
+def _sequence(value: object, name: str, item: str) -> list[object]:
+    if isinstance(value, (str, bytes)):
+        raise InvalidTypeError(f"{name} must be a list of {item}s, not a single {item} string")
+    if not isinstance(value, Iterable):
+        raise InvalidTypeError(f"{name} must be a list of {item}s, not {type(value).__name__}")
+    return list(value)

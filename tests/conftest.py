@@ -1,0 +1,52 @@
+"""Fixtures shared by the whole suite."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from projections import SQLiteMemoryStore
+
+
+class Clock:
+    """A settable clock in nanoseconds, for pinning `ts_ns` and ages."""
+
+    def __init__(self, start_ns: int = 1_764_374_400_000_000_000) -> None:
+        self.now_ns = start_ns
+
+    def __call__(self) -> int:
+        return self.now_ns
+
+    def advance(self, seconds: float) -> None:
+        self.now_ns += int(seconds * 1e9)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memory" / "memory.db"
+
+
+@pytest.fixture
+def make_store(db_path: Path) -> Iterator[Callable[..., SQLiteMemoryStore]]:
+    opened: list[SQLiteMemoryStore] = []
+
+    def make(**options: object) -> SQLiteMemoryStore:
+        store = SQLiteMemoryStore(db_path, **options)  # type: ignore[arg-type]
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(make_store: Callable[..., SQLiteMemoryStore]) -> SQLiteMemoryStore:
+    return make_store()

@@ -1,0 +1,113 @@
+"""Opening a database of the replaced store imports its rows once, as events."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from projections import LegacyImportError, SQLiteMemoryStore
+
+LEGACY_SCHEMA = """CREATE TABLE memory (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    type TEXT NOT NULL,
+    content TEXT NOT NULL,
+    tags TEXT,
+    importance REAL DEFAULT 1.0,
+    task_id TEXT,
+    created_at REAL NOT NULL,
+    source_agent TEXT DEFAULT '',
+    source_model TEXT DEFAULT '',
+    source_adapter TEXT
+)"""
+
+
+def legacy_file(path: Path, rows: list[tuple[object, ...]], schema: str = LEGACY_SCHEMA) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path)
+    conn.execute(schema)
+    conn.executemany(
+        "INSERT INTO memory (id, type, content, tags, importance, task_id, created_at, "
+        "source_agent, source_model, source_adapter) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        rows,
+    )
+    conn.commit()
+    conn.close()
+
+
+ROWS = [
+    (7, "convention", "use ruff", "python,lint", 0.9, "task-a", 1700000100.5, "agent", "m", None),
+    (3, "learning", "old", "", 1.0, None, 1700000000.0, "", "", ""),
+    (9, "decision", "from codex", "api", 0.4, "task-b", 1700000200.0, "", "", "codex"),
+]
+
+
+def test_legacy_rows_become_events_in_created_order(db_path: Path) -> None:
+    """Each legacy row becomes one event, oldest first, keeping its fields and provenance."""
+    legacy_file(db_path, ROWS)
+    with SQLiteMemoryStore(db_path) as store:
+        entries = store.list()
+        events = list(store.event_log.read())
+    assert [3, 7, 9] == [e.payload.legacy_id for e in events]  # type: ignore[union-attr]
+    assert [3, 2, 1] == [e.id for e in entries]
+    newest, middle, oldest = entries
+    assert ("decision", ["api"], 0.4, "task-b", 1700000200.0, "codex") == (
+        newest.type,
+        newest.tags,
+        newest.importance,
+        newest.task_id,
+        newest.created_at,
+        newest.source_adapter,
+    )
+    assert (["python", "lint"], "agent", "m", None) == (
+        middle.tags,
+        middle.source_agent,
+        middle.source_model,
+        middle.source_adapter,
+    )
+    assert (None, [], None) == (oldest.task_id, oldest.tags, oldest.source_adapter)
+
+
+def test_legacy_import_happens_once(db_path: Path) -> None:
+    """Reopening never imports again, and the legacy table is left untouched."""
+    legacy_file(db_path, ROWS)
+    SQLiteMemoryStore(db_path).close()
+    with SQLiteMemoryStore(db_path) as store:
+        store.add("learning", "new")
+    with SQLiteMemoryStore(db_path) as store:
+        assert 4 == store.event_log.head().position
+    raw = sqlite3.connect(db_path)
+    assert sorted(r[:10] for r in ROWS) == sorted(raw.execute("SELECT * FROM memory").fetchall())
+
+
+def test_legacy_table_without_the_columns_is_ignored(db_path: Path) -> None:
+    """A table named memory of some other shape is not imported."""
+    db_path.parent.mkdir(parents=True)
+    sqlite3.connect(db_path).execute("CREATE TABLE memory (note TEXT)")
+    with SQLiteMemoryStore(db_path) as store:
+        assert 0 == store.event_log.head().position
+
+
+def test_legacy_schema_without_provenance_columns_imports(db_path: Path) -> None:
+    """The oldest legacy shape (no source_* columns) imports with untagged rows."""
+    db_path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db_path)
+    conn.execute(
+        "CREATE TABLE memory (id INTEGER PRIMARY KEY, type TEXT, content TEXT, tags TEXT, "
+        "importance REAL, task_id TEXT, created_at REAL)"
+    )
+    conn.execute("INSERT INTO memory VALUES (1, 'learning', 'x', 'a, b', 1.0, NULL, 5.0)")
+    conn.commit()
+    with SQLiteMemoryStore(db_path) as store:
+        [entry] = store.list()
+    assert (["a", "b"], None) == (entry.tags, entry.source_adapter)
+
+
+def test_unimportable_legacy_row_names_its_id_and_imports_nothing(db_path: Path) -> None:
+    """A legacy row that cannot be represented stops the import with a clear error."""
+    legacy_file(db_path, [*ROWS, (12, "gossip", "x", "", 1.0, None, 1700000300.0, "", "", None)])
+    with pytest.raises(LegacyImportError, match=r"id=12.*unknown memory type .gossip."):
+        SQLiteMemoryStore(db_path)
+    raw = sqlite3.connect(db_path)
+    assert [] == raw.execute("SELECT * FROM fl_events").fetchall()
