@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -46,16 +47,27 @@ def check_identifier(name: str, value: object, *, allow_empty: bool = False) -> 
         if allow_empty:
             return value
         raise InvalidInputError(f"{name} must not be empty")
-    if len(value) > MAX_IDENTIFIER_CHARS:
-        raise InvalidInputError(
-            f"{name} is {len(value)} characters long; the limit is {MAX_IDENTIFIER_CHARS}"
-        )
-    utf8(name, value)
-    if _CONTROL.search(value):
-        raise InvalidInputError(f"{name} must not contain control characters or NUL")
-    if value != value.strip():
-        raise InvalidInputError(f"{name} must not start or end with whitespace")
+    problem = _identifier_problem(value)
+    if problem is not None:
+        raise InvalidInputError(f"{name} {problem}")
     return value
+
+
+@functools.lru_cache(maxsize=8192)
+def _identifier_problem(value: str) -> str | None:
+    """What is wrong with a non-empty identifier, or None. Identifiers recur, so this is
+    memoized: the write path checks the same task, adapter and tag names over and over."""
+    if len(value) > MAX_IDENTIFIER_CHARS:
+        return f"is {len(value)} characters long; the limit is {MAX_IDENTIFIER_CHARS}"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"is not valid Unicode: lone surrogate at index {exc.start}"
+    if _CONTROL.search(value):
+        return "must not contain control characters or NUL"
+    if value != value.strip():
+        return "must not start or end with whitespace"
+    return None
 
 
 def check_optional_identifier(name: str, value: object) -> str | None:

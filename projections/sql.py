@@ -49,7 +49,6 @@ KNOWLEDGE_DDL = (
         content_hash TEXT NOT NULL,
         hidden INTEGER NOT NULL DEFAULT 0
     )""",
-    "CREATE INDEX fl_memory_by_type ON fl_memory (type, id)",
     """CREATE TABLE fl_memory_tag (
         tag TEXT NOT NULL,
         entry_id INTEGER NOT NULL,

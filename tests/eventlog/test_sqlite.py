@@ -33,15 +33,6 @@ def test_log_table_refuses_update_and_delete(tmp_path: Path) -> None:
         raw.execute("UPDATE fl_log_meta SET value = 'other' WHERE name = 'log_id'")
 
 
-def test_log_table_refuses_gaps(tmp_path: Path) -> None:
-    """An insert that would leave a gap in positions is refused by the database."""
-    path = tmp_path / "log.db"
-    open_log(path).append(memory())
-    raw = sqlite3.connect(path)
-    with pytest.raises(sqlite3.IntegrityError, match="dense"):
-        raw.execute("INSERT INTO fl_events VALUES (5, 'e', x'00', x'00')")
-
-
 def test_wal_and_durability_pragmas(tmp_path: Path) -> None:
     """WAL always; synchronous FULL (2) by default and NORMAL (1) in the fast mode."""
     full = open_log(tmp_path / "a.db")

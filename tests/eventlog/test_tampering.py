@@ -25,7 +25,7 @@ Tamper = Callable[[sqlite3.Connection], None]
 
 def _raw(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None)
-    for trigger in ("fl_events_no_update", "fl_events_no_delete", "fl_events_dense"):
+    for trigger in ("fl_events_no_update", "fl_events_no_delete"):
         conn.execute(f"DROP TRIGGER {trigger}")
     return conn
 
