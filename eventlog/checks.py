@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterable
 
 from eventlog.errors import InvalidInputError, InvalidTypeError
 
@@ -84,6 +85,15 @@ def check_position(name: str, value: object, *, minimum: int = 0) -> int:
     if value < minimum:
         raise InvalidInputError(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+def check_positions(name: str, value: object) -> tuple[int, ...]:
+    """Check a collection of log positions; return them sorted, without duplicates."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidTypeError(f"{name} must be a list of log positions")
+    return tuple(sorted({check_position(f"{name} item", p, minimum=1) for p in value}))
 
 
 def check_ts_ns(value: object) -> int:

@@ -127,7 +127,7 @@ class CrossTaskKB:
         events = [self._event(i, item, checked_scope, adapter) for i, item in enumerate(items)]
         if not events:
             return []
-        with self._store._writing().transaction() as tx:
+        with self._store.write_transaction() as tx:
             records = tx.append(events)
             replaced = [tx.execute(sql.FACT_REPLACED, (r.position,)) for r in records]
         facts = [fact_from_record(record) for record in records]
@@ -182,7 +182,7 @@ class CrossTaskKB:
         if adapters == ():
             return iter(())
         identity = (checked_scope, run_key(checked_scope, self._run_id), checked_tag)
-        with self._store._reader.snapshot() as snap:
+        with self._store.snapshot() as snap:
             facts = reads.current_facts(snap, identity, adapters)
         return self._counted(facts)
 
@@ -194,7 +194,7 @@ class CrossTaskKB:
     def history(self, tag: str, key: str, *, scope: str) -> list[Fact]:
         """Every version ever published under (scope, tag, key), oldest first."""
         identity = fact_identity(self._scope(scope), self._run_id, check_tag(tag), check_key(key))
-        with self._store._reader.snapshot() as snap:
+        with self._store.snapshot() as snap:
             return reads.fact_history(snap, identity)
 
     def _scope(self, scope: object) -> str:

@@ -2,8 +2,10 @@
 
 Entry ids are log positions. A published fact is a fact version (for subscribe and history)
 and a `cross_task` memory row tagged with its tag (for list, query and the prompt path);
-only the current version's row is visible. Quarantined events stay in every table but are
-flagged out of every read; subscribe falls back to the newest version not quarantined.
+only the current version's row is visible. Versions older than the current one are
+superseded; versions newer than it can only be quarantined ones. Quarantined events stay in
+every table but are flagged out of every read; subscribe falls back to the newest version
+not quarantined.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from eventlog import (
 )
 from projections import sql
 from projections.projector import TableWriter
+from projections.reads import Readable
 
 Identity = tuple[str, str, str, str]
 """(scope, run_key, tag, key): run_key is the run id for run scope and '' for project scope."""
@@ -136,8 +139,7 @@ def _publish(writer: TableWriter, record: RecordedEvent, fact: FactPublished) ->
         ),
     )
     writer.execute(sql.TAG_INSERT, (fact.tag, record.position))
-    if replaced is not None:
-        writer.execute(sql.MEMORY_HIDE, (sql.HIDDEN_SUPERSEDED, replaced))
+    writer.execute(sql.FACT_MIRRORS_OLDER_HIDE, (*identity, replaced or 0, record.position))
 
 
 def _remove(writer: TableWriter, entry_ids: Sequence[int]) -> None:
@@ -153,13 +155,14 @@ def _remove(writer: TableWriter, entry_ids: Sequence[int]) -> None:
 
 def _quarantine(writer: TableWriter, position: int, payload: QuarantineApplied) -> None:
     writer.execute(sql.QUARANTINE_INSERT, (position, payload.reason))
-    covered = _matching(writer, position, payload)
+    covered = matching_positions(writer, position, payload)
     writer.executemany(sql.QUARANTINE_COVER, [(p, position) for p in covered])
     _set_quarantined(writer, covered)
 
 
-def _matching(writer: TableWriter, position: int, payload: QuarantineApplied) -> list[int]:
-    """Positions of earlier content events (entries, fact versions) every selector matches."""
+def matching_positions(db: Readable, position: int, payload: QuarantineApplied) -> list[int]:
+    """Positions before `position` of content events (entries, fact versions) that every
+    selector of `payload` matches: what a quarantine appended at `position` covers."""
     memory_filters: list[str] = []
     fact_filters: list[str] = []
     if payload.match_positions:
@@ -182,7 +185,7 @@ def _matching(writer: TableWriter, position: int, payload: QuarantineApplied) ->
         where_memory="".join(" AND " + f for f in memory_filters),
         where_fact="".join(" AND " + f for f in fact_filters),
     )
-    return sorted(row[0] for row in writer.execute(statement, params))
+    return sorted(row[0] for row in db.execute(statement, params))
 
 
 def _release(writer: TableWriter, position: int, quarantine_position: int) -> None:
@@ -209,4 +212,4 @@ def _set_quarantined(writer: TableWriter, positions: Sequence[int]) -> None:
             writer.execute(sql.FACT_CURRENT_DELETE, identity)
         else:
             writer.execute(sql.FACT_CURRENT_PUT, (*identity, newest))
-        writer.execute(sql.FACT_MIRRORS_SUPERSEDE, (newest, *identity))
+        writer.execute(sql.FACT_MIRRORS_SUPERSEDE, (newest or 0, *identity))

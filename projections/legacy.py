@@ -9,7 +9,9 @@ again writes nothing. The legacy table is only read, never changed.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +82,7 @@ def _text_or_none(value: object) -> str | None:
 class LegacyFile:
     """A legacy database file, opened read-only."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         source = Path(path)
         if not source.is_file():
             raise StorageError(f"cannot import {source}: no such file")
@@ -91,9 +93,7 @@ class LegacyFile:
             raise StorageError(f"cannot import {source}: {exc}") from None
         self.path = source
 
-    def execute(
-        self, statement: str, params: tuple[object, ...] | list[object] = ()
-    ) -> list[tuple[Any, ...]]:
+    def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Run a read-only query."""
         try:
             return self._conn.execute(statement, params).fetchall()

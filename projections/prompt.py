@@ -84,7 +84,8 @@ def load_persistent_memory(
         head_position=head,
         rendered_hash=content_hash(text.encode("utf-8")),
     )
-    store._append([NewEvent(payload=receipt, producer_task_id=task_id or "", run_id=run_id)])
+    with store.write_transaction() as tx:
+        tx.append([NewEvent(payload=receipt, producer_task_id=task_id or "", run_id=run_id)])
     return text
 
 

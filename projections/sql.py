@@ -127,13 +127,16 @@ FACT_INSERT = (
     "content_hash, run_id, source_adapter, replaced_position) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-MEMORY_HIDE = "UPDATE fl_memory SET hidden = hidden | ? WHERE id = ?"
+FACT_MIRRORS_OLDER_HIDE = (
+    "UPDATE fl_memory SET hidden = hidden | 2 WHERE id IN (SELECT position FROM fl_fact "
+    "WHERE scope = ? AND run_key = ? AND tag = ? AND key = ? AND position >= ? AND position < ?)"
+)
 FACT_NEWEST_VISIBLE = (
     "SELECT max(position) FROM fl_fact WHERE scope = ? AND run_key = ? AND tag = ? AND key = ? "
     "AND quarantined = 0"
 )
 FACT_MIRRORS_SUPERSEDE = (
-    "UPDATE fl_memory SET hidden = (hidden & ~2) | (CASE WHEN id = ? THEN 0 ELSE 2 END) "
+    "UPDATE fl_memory SET hidden = (hidden & ~2) | (CASE WHEN id < ? THEN 2 ELSE 0 END) "
     "WHERE id IN (SELECT position FROM fl_fact "
     "WHERE scope = ? AND run_key = ? AND tag = ? AND key = ?)"
 )
@@ -154,6 +157,7 @@ QUARANTINE_CANDIDATES = (
     "SELECT id FROM fl_memory WHERE id < ? {where_memory} "
     "UNION SELECT position FROM fl_fact WHERE position < ? {where_fact}"
 )
+QUARANTINE_GET = "SELECT position, reason, released_by FROM fl_quarantine WHERE position = ?"
 QUARANTINE_LIST = (
     "SELECT q.position, q.reason, q.released_by, count(c.event_position) FROM fl_quarantine q "
     "LEFT JOIN fl_quarantined c ON c.quarantine_position = q.position "
@@ -255,3 +259,28 @@ RECEIPTS_TOUCHING = (
 LEGACY_TABLE_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory'"
 LEGACY_COLUMNS = "PRAGMA table_info(memory)"
 LEGACY_ROWS = "SELECT {columns} FROM memory ORDER BY created_at, id"
+
+# -- forensics --------------------------------------------------------------------------------
+
+FORENSIC_LIVE_FACTS = (
+    "SELECT f.position, f.scope, f.run_id, f.tag, f.key, f.producer_task_id, f.source_adapter, "
+    "f.content_hash FROM fl_fact_current c JOIN fl_fact f ON f.position = c.position "
+    "WHERE c.position IN ({marks}) ORDER BY f.position"
+)
+FORENSIC_LIVE_ENTRIES = (
+    "SELECT m.id, m.type, m.tags, m.producer_task_id, m.source_adapter, m.content_hash "
+    "FROM fl_memory m WHERE m.hidden = 0 AND m.type <> 'cross_task' AND m.id IN ({marks}) "
+    "ORDER BY m.id"
+)
+FORENSIC_OVERWRITTEN = (
+    "SELECT f.position, f.scope, f.run_id, f.tag, f.key, p.position, p.producer_task_id, "
+    "p.source_adapter FROM fl_fact f JOIN fl_fact p ON p.position = f.replaced_position "
+    "WHERE f.position IN ({marks}) ORDER BY f.position"
+)
+FORENSIC_NEXT_VERSIONS = (
+    "SELECT f.position, f.scope, f.run_id, f.tag, f.key, n.position, n.producer_task_id, "
+    "n.source_adapter FROM fl_fact f JOIN fl_fact n ON n.position = ("
+    "SELECT min(g.position) FROM fl_fact g WHERE g.scope = f.scope AND g.run_key = f.run_key "
+    "AND g.tag = f.tag AND g.key = f.key AND g.position > f.position) "
+    "WHERE f.position IN ({marks}) ORDER BY f.position"
+)

@@ -6,6 +6,7 @@ import builtins
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,8 @@ from projections import reads, sql
 from projections.entries import MemoryEntry
 from projections.knowledge import KnowledgeProjector
 from projections.legacy import legacy_events
-from projections.projector import Projection, Projector
-from projections.reads import Reader
+from projections.projector import ProjectedTransaction, Projection, Projector
+from projections.reads import Readable, Reader
 from projections.receipts import ReceiptProjector
 from projections.validation import (
     check_allow_list,
@@ -123,15 +124,21 @@ class SQLiteMemoryStore:
             raise ReadOnlyStoreError("this store is a view of the past and has no live log")
         return self._log
 
-    def _writing(self) -> Projection:
+    def write_transaction(self) -> AbstractContextManager[ProjectedTransaction]:
+        """A write transaction: events appended through it are folded into the read model
+        before it commits, and read-model queries inside it see the log's head."""
         if self._log is None:
             raise ReadOnlyStoreError(
                 "this store is a read-only view of a past state; writes are refused"
             )
-        return self._projection
+        return self._projection.transaction()
+
+    def snapshot(self) -> AbstractContextManager[Readable]:
+        """A consistent read of the read model."""
+        return self._reader.snapshot()
 
     def _append(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
-        with self._writing().transaction() as tx:
+        with self.write_transaction() as tx:
             return tx.append(events)
 
     def _import_legacy(self) -> None:
@@ -140,7 +147,7 @@ class SQLiteMemoryStore:
         with live.snapshot() as snap:
             if snap.head().position or not snap.execute(sql.LEGACY_TABLE_EXISTS):
                 return
-        with self._writing().transaction() as tx:
+        with self.write_transaction() as tx:
             if tx.head_position():
                 return
             events = legacy_events(tx)
@@ -231,7 +238,7 @@ class SQLiteMemoryStore:
     def remove(self, entry_id: int) -> bool:
         """Stop showing an entry; True if it was there. The log keeps every version."""
         check_position("entry_id", entry_id, minimum=1)
-        with self._writing().transaction() as tx:
+        with self.write_transaction() as tx:
             if not tx.execute(sql.MEMORY_EXISTS, (entry_id,)):
                 return False
             tx.append([self._removal((entry_id,), "removed")])
@@ -246,7 +253,7 @@ class SQLiteMemoryStore:
         if age < 0:
             raise InvalidInputError(f"max_age_days must not be negative, got {max_age_days!r}")
         cutoff = self._clock_ns() / 1e9 - age * SECONDS_PER_DAY
-        with self._writing().transaction() as tx:
+        with self.write_transaction() as tx:
             doomed = {row[0] for row in tx.execute(sql.MEMORY_PRUNE_OLD, (cutoff,))}
             ranked = [row[0] for row in tx.execute(sql.MEMORY_PRUNE_KEEP) if row[0] not in doomed]
             doomed.update(ranked[max_entries:])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,7 +55,9 @@ def table(rows: Sequence[Any], columns: Sequence[str] | None = None) -> str:
     cells = [[cell(d.get(name), name) for name in names] for d in dicts]
     widths = [max(len(name), *(len(row[i]) for row in cells)) for i, name in enumerate(names)]
     lines = ["  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
     return "\n".join(lines)
 
 
@@ -76,8 +79,18 @@ def cell(value: Any, name: str = "") -> str:
         text = msgspec.json.encode(value).decode()
     else:
         text = str(value)
-    text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", " ")
+    text = _CONTROL.sub(_escape, text)
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    """Control characters shown as escapes, so stored text cannot drive the terminal."""
+    char = match.group()
+    return _NAMED.get(char, f"\\x{ord(char):02x}")
 
 
 def local_time(seconds: float) -> str:

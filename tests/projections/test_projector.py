@@ -11,7 +11,7 @@ import structlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eventlog import MemoryAdded, NewEvent, open_log
+from eventlog import MemoryAdded, NewEvent, QuarantineApplied, QuarantineReleased, open_log
 from projections import CrossTaskKB, SQLiteMemoryStore, default_projectors, fold
 from projections.knowledge import KnowledgeProjector
 from projections.scratch import ScratchDatabase
@@ -145,6 +145,8 @@ OPERATIONS = st.lists(
         st.tuples(st.just("decay"), st.sampled_from([0.5, 0.9, 1.0])),
         st.tuples(st.just("prune"), st.integers(0, 5)),
         st.tuples(st.just("recall"), st.lists(st.sampled_from(["a", "b", "api"]), max_size=2)),
+        st.tuples(st.just("quarantine"), st.sampled_from(["codex", "claude-code"])),
+        st.tuples(st.just("release")),
     ),
     max_size=25,
 )
@@ -162,6 +164,7 @@ def test_rebuild_from_empty_equals_inline_projection(
 
     with SQLiteMemoryStore(tmp_path / f"{len(list(tmp_path.iterdir()))}.db") as store:
         kb = CrossTaskKB(store, run_id="run-1", producer_task_id="task")
+        quarantines: list[int] = []
         for op in operations:
             if op[0] == "add":
                 store.add(op[1], "content", op[2], op[4], source_adapter=op[3])
@@ -173,6 +176,14 @@ def test_rebuild_from_empty_equals_inline_projection(
                 store.decay_importance(op[1])
             elif op[0] == "prune":
                 store.prune(max_entries=op[1], max_age_days=365)
-            else:
+            elif op[0] == "recall":
                 load_persistent_memory(store, op[1], task_id="t")
+            elif op[0] == "quarantine":
+                event = NewEvent(payload=QuarantineApplied(reason="r", match_source_adapter=op[1]))
+                quarantines.append(store._append([event])[0].position)
+            elif quarantines:
+                event = NewEvent(
+                    payload=QuarantineReleased(quarantine_position=quarantines.pop(), reason="r")
+                )
+                store._append([event])
         assert refolded_tables(store) == live_tables(store)

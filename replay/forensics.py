@@ -1,0 +1,245 @@
+"""Forensics of a poisoning incident: everything a suspect wrote and everywhere it reached."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+from eventlog import (
+    FactPublished,
+    InvalidInputError,
+    MemoryAdded,
+    MemoryRemoved,
+    MemoryReweighted,
+    RecordedEvent,
+)
+from eventlog.checks import check_optional_identifier, check_position, check_positions
+from projections import SQLiteMemoryStore
+from projections import sql as read_model
+from projections.reads import Readable, Row
+
+WRITE_KINDS = frozenset(("memory_added", "fact_published", "memory_removed", "memory_reweighted"))
+"""Kinds a suspect writes. Receipts and quarantines are the orchestrator's and responders'."""
+CHUNK = 500
+
+
+class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """One event the suspect wrote."""
+
+    position: int
+    kind: str
+    subject: str
+    producer_task_id: str
+    source_adapter: str | None
+    run_id: str | None
+    ts_ns: int
+    content_hash: str
+
+
+class LiveFact(msgspec.Struct, frozen=True, kw_only=True):
+    """A fact whose current value a suspect event set."""
+
+    position: int
+    scope: str
+    run_id: str | None
+    tag: str
+    key: str
+    producer_task_id: str
+    source_adapter: str | None
+    content_hash: str
+
+
+class LiveEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """A memory entry a suspect event wrote that readers still see."""
+
+    id: int
+    type: str
+    tags: str
+    producer_task_id: str
+    source_adapter: str | None
+    content_hash: str
+
+
+class Replacement(msgspec.Struct, frozen=True, kw_only=True):
+    """A fact version and the version on the other side of a suspect overwrite."""
+
+    position: int
+    scope: str
+    run_id: str | None
+    tag: str
+    key: str
+    other_position: int
+    other_producer: str
+    other_adapter: str | None
+
+
+class Exposure(msgspec.Struct, frozen=True, kw_only=True):
+    """A prompt build (recall receipt) that included, or kept out, a suspect event."""
+
+    receipt_position: int
+    task_id: str | None
+    run_id: str | None
+    adapter: str | None
+    event_position: int
+    reason: str | None
+
+
+class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
+    """What a suspect wrote, what of it is live, what it replaced, and which prompts it reached."""
+
+    source_adapter: str | None
+    producer_task_id: str | None
+    positions: tuple[int, ...]
+    since_position: int
+    head_position: int
+    events: list[SuspectEvent]
+    live_facts: list[LiveFact]
+    live_entries: list[LiveEntry]
+    overwritten: list[Replacement]
+    """Earlier versions a suspect event replaced (`other_*` is the replaced version)."""
+    superseded: list[Replacement]
+    """Suspect versions later replaced by someone else (`other_*` is the replacement)."""
+    exposed: list[Exposure]
+    shielded: list[Exposure]
+
+
+def blast_radius(
+    db_path: str | os.PathLike[str],
+    *,
+    source_adapter: str | None = None,
+    producer_task_id: str | None = None,
+    positions: Iterable[int] | None = None,
+    since_position: int | None = None,
+) -> BlastRadius:
+    """Trace a suspect (every given selector must match) through the log and the receipts."""
+    adapter = check_optional_identifier("source_adapter", source_adapter)
+    producer = check_optional_identifier("producer_task_id", producer_task_id)
+    chosen = check_positions("positions", positions)
+    since = 0 if since_position is None else check_position("since_position", since_position)
+    if adapter is None and producer is None and not chosen:
+        raise InvalidInputError(
+            "blast_radius needs a selector: source_adapter, producer_task_id or positions"
+        )
+    wanted = set(chosen)
+    with SQLiteMemoryStore(db_path) as store:
+        live = store.event_log
+        with live.snapshot() as snap:
+            head = snap.head().position
+            events = [
+                _suspect(r)
+                for r in snap.read(after=since, until=head)
+                if r.kind in WRITE_KINDS
+                and (adapter is None or r.source_adapter == adapter)
+                and (producer is None or r.producer_task_id == producer)
+                and (not wanted or r.position in wanted)
+            ]
+            suspects = [e.position for e in events]
+            suspect_set = set(suspects)
+            touching = _rows(snap, read_model.RECEIPTS_TOUCHING, suspects)
+            return BlastRadius(
+                source_adapter=adapter,
+                producer_task_id=producer,
+                positions=chosen,
+                since_position=since,
+                head_position=head,
+                events=events,
+                live_facts=[
+                    LiveFact(
+                        position=r[0],
+                        scope=r[1],
+                        run_id=r[2],
+                        tag=r[3],
+                        key=r[4],
+                        producer_task_id=r[5],
+                        source_adapter=r[6],
+                        content_hash=r[7],
+                    )
+                    for r in _rows(snap, read_model.FORENSIC_LIVE_FACTS, suspects)
+                ],
+                live_entries=[
+                    LiveEntry(
+                        id=r[0],
+                        type=r[1],
+                        tags=r[2],
+                        producer_task_id=r[3],
+                        source_adapter=r[4],
+                        content_hash=r[5],
+                    )
+                    for r in _rows(snap, read_model.FORENSIC_LIVE_ENTRIES, suspects)
+                ],
+                overwritten=[
+                    _replacement(r)
+                    for r in _rows(snap, read_model.FORENSIC_OVERWRITTEN, suspects)
+                    if r[5] not in suspect_set
+                ],
+                superseded=[
+                    _replacement(r)
+                    for r in _rows(snap, read_model.FORENSIC_NEXT_VERSIONS, suspects)
+                    if r[5] not in suspect_set
+                ],
+                exposed=[_exposure(r) for r in touching if r[5]],
+                shielded=[_exposure(r) for r in touching if not r[5]],
+            )
+
+
+def _suspect(record: RecordedEvent) -> SuspectEvent:
+    return SuspectEvent(
+        position=record.position,
+        kind=record.kind,
+        subject=_subject(record),
+        producer_task_id=record.producer_task_id,
+        source_adapter=record.source_adapter,
+        run_id=record.run_id,
+        ts_ns=record.ts_ns,
+        content_hash=record.content_hash,
+    )
+
+
+def _subject(record: RecordedEvent) -> str:
+    """What an event wrote, named without its content."""
+    payload = record.payload
+    if isinstance(payload, FactPublished):
+        return f"fact {payload.scope}/{payload.tag}/{payload.key}"
+    if isinstance(payload, MemoryAdded):
+        return f"{payload.type} entry tagged {','.join(payload.tags) or '-'}"
+    if isinstance(payload, MemoryRemoved):
+        return f"{payload.reason} entries {','.join(map(str, payload.entry_ids))}"
+    if isinstance(payload, MemoryReweighted):
+        return f"importance x{payload.factor:g} for every entry"
+    return record.kind
+
+
+def _rows(db: Readable, statement: str, positions: Sequence[int]) -> list[Row]:
+    """Rows of a query over `positions`, in chunks that stay under SQLite's bound-value limit."""
+    rows: list[Row] = []
+    for start in range(0, len(positions), CHUNK):
+        chunk = positions[start : start + CHUNK]
+        rows.extend(db.execute(statement.format(marks=", ".join("?" * len(chunk))), chunk))
+    rows.sort(key=lambda row: row[0])
+    return rows
+
+
+def _replacement(row: Row) -> Replacement:
+    return Replacement(
+        position=row[0],
+        scope=row[1],
+        run_id=row[2],
+        tag=row[3],
+        key=row[4],
+        other_position=row[5],
+        other_producer=row[6],
+        other_adapter=row[7],
+    )
+
+
+def _exposure(row: Row) -> Exposure:
+    return Exposure(
+        receipt_position=row[0],
+        task_id=row[1],
+        run_id=row[2],
+        adapter=row[3],
+        event_position=row[4],
+        reason=row[6],
+    )

@@ -1,0 +1,94 @@
+"""blast_radius on a scripted incident with several adapters, overwrites and receipts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eventlog import InvalidInputError
+from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
+from replay.forensics import blast_radius
+from replay.quarantine import quarantine
+
+
+@pytest.fixture
+def incident(db_path: Path) -> Path:
+    """A researcher, a poisoner under 'evil', and a fixer; prompts built before and after."""
+    with SQLiteMemoryStore(db_path) as store:
+        researcher = CrossTaskKB(
+            store, producer_task_id="researcher-1", source_adapter="claude-code"
+        )
+        evil = CrossTaskKB(store, producer_task_id="intruder-7", source_adapter="evil")
+        fixer = CrossTaskKB(store, producer_task_id="fixer-2", source_adapter="claude-code")
+        researcher.publish("api", "users", "{name: str}", scope="project")  # 1
+        researcher.publish("api", "orders", "{id: int}", scope="project")  # 2
+        evil.publish("api", "users", "POISON users", scope="project")  # 3 overwrites 1
+        evil.publish("api", "orders", "POISON orders", scope="project")  # 4 overwrites 2
+        store.add("learning", "POISON entry", ["api"], source_adapter="evil")  # 5
+        fixer.publish("api", "orders", "{id: int, total: float}", scope="project")  # 6 supersedes 4
+        trusting = MemoryTrustPolicy(trusted_adapters=frozenset({"evil", "claude-code"}))
+        load_persistent_memory(  # 7: exposed to 3 and 5
+            store, ["api"], trust_policy=trusting, task_id="backend-1", run_id="r", adapter="codex"
+        )
+        load_persistent_memory(  # 8: the default policy shields 3, 5 and 6
+            store, ["api"], task_id="frontend-1", run_id="r", adapter="gemini-cli"
+        )
+    return db_path
+
+
+def test_blast_radius_of_a_poisoning_adapter(incident: Path) -> None:
+    """Every section names the right positions for the suspect adapter."""
+    report = blast_radius(incident, source_adapter="evil")
+    assert [3, 4, 5] == [e.position for e in report.events]
+    assert ["fact project/api/users", "fact project/api/orders"] == [
+        e.subject for e in report.events[:2]
+    ]
+    assert [(3, "users")] == [(f.position, f.key) for f in report.live_facts]
+    assert [5] == [e.id for e in report.live_entries]
+    assert [(3, 1, "researcher-1"), (4, 2, "researcher-1")] == [
+        (r.position, r.other_position, r.other_producer) for r in report.overwritten
+    ]
+    assert [(4, 6, "fixer-2")] == [
+        (r.position, r.other_position, r.other_producer) for r in report.superseded
+    ]
+    assert [(7, "backend-1", "codex", 3), (7, "backend-1", "codex", 5)] == [
+        (x.receipt_position, x.task_id, x.adapter, x.event_position) for x in report.exposed
+    ]
+    assert {(8, 3, "untrusted_adapter"), (8, 5, "untrusted_adapter")} == {
+        (x.receipt_position, x.event_position, x.reason) for x in report.shielded
+    }
+
+
+def test_selectors_and_since_narrow_the_suspect(incident: Path) -> None:
+    """Producer, positions and since_position each narrow which events count."""
+    assert [3, 4] == [
+        e.position for e in blast_radius(incident, producer_task_id="intruder-7").events
+    ]
+    assert [4] == [e.position for e in blast_radius(incident, positions=[4]).events]
+    assert [4, 5] == [
+        e.position for e in blast_radius(incident, source_adapter="evil", since_position=3).events
+    ]
+
+
+def test_after_quarantine_nothing_is_live_and_new_prompts_are_shielded(incident: Path) -> None:
+    """Quarantine empties the live sections; prompts built afterwards record the shield."""
+    quarantine(incident, source_adapter="evil", reason="poisoned")
+    with SQLiteMemoryStore(incident) as store:
+        load_persistent_memory(
+            store, ["api"], trust_policy=MemoryTrustPolicy(enabled=False), task_id="late-1"
+        )
+    report = blast_radius(incident, source_adapter="evil")
+    assert ([], []) == (report.live_facts, report.live_entries)
+    assert {(3, "quarantined"), (5, "quarantined")} == {
+        (x.event_position, x.reason) for x in report.shielded if x.task_id == "late-1"
+    }
+    assert [7, 7] == [x.receipt_position for x in report.exposed]
+
+
+def test_a_selector_is_required(incident: Path) -> None:
+    """Without a selector there is no suspect: a clear error."""
+    with pytest.raises(InvalidInputError, match="needs a selector"):
+        blast_radius(incident)
+    with pytest.raises(InvalidInputError, match="needs a selector"):
+        blast_radius(incident, since_position=3)

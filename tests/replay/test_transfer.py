@@ -1,0 +1,126 @@
+"""Export to JSON Lines (verifiable offline) and import from legacy databases."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import blake3
+import pytest
+
+from eventlog import StorageError
+from projections import CrossTaskKB, SQLiteMemoryStore
+from replay.transfer import EXPORT_FORMAT, export_log, import_legacy
+from tests.projections.test_legacy import ROWS, legacy_file
+
+
+def offline_verify(lines: list[str]) -> int:
+    """The README's offline procedure: needs only json and blake3."""
+    header = json.loads(lines[0])
+    chain = blake3.blake3(
+        header["log_id"].encode(), derive_key_context=header["genesis_context"]
+    ).digest()
+    for expected_position, line in enumerate(lines[1:], start=1):
+        event = json.loads(line)
+        body = event["body"].encode("utf-8")
+        stored = json.loads(body)
+        assert expected_position == stored["position"] == event["position"]
+        text = stored["payload"].get("content", stored["payload"].get("value", ""))
+        assert stored["content_hash"] == "blake3:" + blake3.blake3(text.encode()).hexdigest()
+        leaf = blake3.blake3(b"\x00" + body).digest()
+        chain = blake3.blake3(b"\x02" + chain + leaf).digest()
+        assert chain.hex() == event["chain_hash"]
+    assert chain.hex() == header["head_chain_hash"]
+    return len(lines) - 1
+
+
+@pytest.fixture
+def populated(db_path: Path) -> Path:
+    with SQLiteMemoryStore(db_path) as store:
+        store.add("learning", "naïve — 日本語 \x00 'quoted'", ["a"], source_adapter="codex")
+        kb = CrossTaskKB(store, run_id="r", producer_task_id="t")
+        kb.publish("api", "users", "v1", scope="run")
+        kb.publish("api", "users", "v2", scope="project")
+        store.remove(1)
+    return db_path
+
+
+def test_export_has_every_envelope_field_and_verifies_offline(populated: Path) -> None:
+    """Each line carries the envelope, chain hash and stored bytes; the chain re-verifies."""
+    out = io.StringIO()
+    header = export_log(populated, out)
+    lines = out.getvalue().splitlines()
+    assert (EXPORT_FORMAT, 4) == (header.format, header.events)
+    first = json.loads(lines[1])
+    assert {
+        "position",
+        "event_id",
+        "kind",
+        "ts_ns",
+        "producer_task_id",
+        "run_id",
+        "source_adapter",
+        "content_hash",
+        "chain_hash",
+        "payload",
+        "body",
+    } == set(first)
+    assert ("memory_added", "codex") == (first["kind"], first["source_adapter"])
+    assert 4 == offline_verify(lines)
+
+
+def test_offline_verification_catches_an_edited_export(populated: Path) -> None:
+    """Changing one stored byte in an export breaks the offline check."""
+    out = io.StringIO()
+    export_log(populated, out)
+    lines = out.getvalue().splitlines()
+    event = json.loads(lines[2])
+    event["body"] = event["body"].replace('"v1"', '"v9"')
+    lines[2] = json.dumps(event)
+    with pytest.raises(AssertionError):
+        offline_verify(lines)
+
+
+def test_export_reports_progress(populated: Path) -> None:
+    """The progress callback sees every position and the total."""
+    seen: list[tuple[int, int]] = []
+    export_log(populated, io.StringIO(), progress=lambda done, total: seen.append((done, total)))
+    assert [(1, 4), (2, 4), (3, 4), (4, 4)] == seen
+
+
+def test_export_of_a_missing_database_is_a_clear_error(tmp_path: Path) -> None:
+    """Exporting a path with no database fails clearly and creates nothing."""
+    with pytest.raises(StorageError, match="no such file"):
+        export_log(tmp_path / "none.db", io.StringIO())
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_import_legacy_from_another_file_once(db_path: Path, tmp_path: Path) -> None:
+    """Rows of a legacy file are imported as events; importing again writes nothing new."""
+    source = tmp_path / "old" / "memory.db"
+    legacy_file(source, ROWS)
+    with SQLiteMemoryStore(db_path) as store:
+        store.add("learning", "already here")
+    first = import_legacy(db_path, source)
+    again = import_legacy(db_path, source)
+    assert (3, 3, 0, 2, 4) == (
+        first.rows,
+        first.imported,
+        first.already_present,
+        first.first_position,
+        first.last_position,
+    )
+    assert (3, 0, 3) == (again.rows, again.imported, again.already_present)
+    with SQLiteMemoryStore(db_path) as store:
+        assert 4 == len(store.list())
+    assert sorted(r[:10] for r in ROWS) == sorted(
+        sqlite3.connect(source).execute("SELECT * FROM memory").fetchall()
+    )
+
+
+def test_import_legacy_of_a_missing_file_is_a_clear_error(db_path: Path, tmp_path: Path) -> None:
+    """A missing source file is reported, and the target log is left as it was."""
+    with pytest.raises(StorageError, match="no such file"):
+        import_legacy(db_path, tmp_path / "missing.db")
