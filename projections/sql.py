@@ -109,8 +109,6 @@ MEMORY_PRUNE_OLD = "SELECT id FROM fl_memory WHERE hidden = 0 AND created_at < ?
 MEMORY_PRUNE_KEEP = (
     "SELECT id FROM fl_memory WHERE hidden = 0 ORDER BY importance DESC, created_at DESC, id DESC"
 )
-TABLE_COLUMNS = "SELECT name FROM pragma_table_info(?)"
-TABLE_ROWS = "SELECT * FROM {table} ORDER BY {columns}"
 
 FACT_CURRENT_GET = (
     "SELECT position FROM fl_fact_current WHERE scope = ? AND run_key = ? AND tag = ? AND key = ?"
@@ -283,4 +281,12 @@ FORENSIC_NEXT_VERSIONS = (
     "SELECT min(g.position) FROM fl_fact g WHERE g.scope = f.scope AND g.run_key = f.run_key "
     "AND g.tag = f.tag AND g.key = f.key AND g.position > f.position) "
     "WHERE f.position IN ({marks}) ORDER BY f.position"
+)
+
+# -- whole tables, in primary-key order (rebuild comparisons) -------------------------------
+
+TABLE_INFO = "SELECT name, pk FROM pragma_table_info(?, ?)"
+TABLE_CHUNK_FIRST = "SELECT * FROM {schema}.{table} ORDER BY {key} LIMIT ?"
+TABLE_CHUNK_AFTER = (
+    "SELECT * FROM {schema}.{table} WHERE ({key}) > ({marks}) ORDER BY {key} LIMIT ?"
 )

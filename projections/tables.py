@@ -1,4 +1,9 @@
-"""Reading projector tables whole, in a canonical order, to compare and digest them."""
+"""Reading projector tables in primary-key order, a chunk at a time, to compare and digest them.
+
+A table's primary key orders its rows canonically: equal tables yield equal rows in the same
+order, whatever order they were written in. Rows are fetched by keyset pagination on that key,
+so memory stays constant however large the table grows.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +12,61 @@ from collections.abc import Iterator
 import blake3
 import msgspec
 
+from eventlog import InvalidInputError
 from projections import sql
 from projections.reads import Readable, Row
 
+CHUNK_ROWS = 4096
 _ENCODER = msgspec.msgpack.Encoder()
 
 
-def table_rows(db: Readable, table: str) -> Iterator[Row]:
-    """Every row of `table` (a projector's own table name), ordered by all its columns."""
-    columns = [row[0] for row in db.execute(sql.TABLE_COLUMNS, (table,))]
-    order = ", ".join(f'"{column}"' for column in columns)
-    yield from db.execute(sql.TABLE_ROWS.format(table=table, columns=order))
+def table_exists(db: Readable, table: str, *, schema: str = "main") -> bool:
+    """Whether `schema` holds a table (or view) named `table`."""
+    return bool(db.execute(sql.TABLE_INFO, (table, schema)))
 
 
-def table_digest(db: Readable, table: str) -> str:
-    """BLAKE3 over the canonical rows of `table`; equal tables have equal digests."""
+def table_chunks(db: Readable, table: str, *, schema: str = "main") -> Iterator[list[Row]]:
+    """Every row of `table` (a projector's own table name) in primary-key order, in chunks."""
+    info = db.execute(sql.TABLE_INFO, (table, schema))
+    ranked = sorted((pk, index, name) for index, (name, pk) in enumerate(info) if pk)
+    if not ranked:
+        raise InvalidInputError(f"table {schema}.{table} is missing or has no primary key")
+    key = ", ".join(f'"{name}"' for _, _, name in ranked)
+    positions = [index for _, index, _ in ranked]
+    first = sql.TABLE_CHUNK_FIRST.format(schema=schema, table=table, key=key)
+    after = sql.TABLE_CHUNK_AFTER.format(
+        schema=schema, table=table, key=key, marks=", ".join("?" * len(positions))
+    )
+    rows = db.execute(first, (CHUNK_ROWS,))
+    while rows:
+        yield rows
+        if len(rows) < CHUNK_ROWS:
+            return
+        last = rows[-1]
+        rows = db.execute(after, (*(last[i] for i in positions), CHUNK_ROWS))
+
+
+def table_rows(db: Readable, table: str, *, schema: str = "main") -> Iterator[Row]:
+    """Every row of `table`, in primary-key order."""
+    for chunk in table_chunks(db, table, schema=schema):
+        yield from chunk
+
+
+def table_digest(db: Readable, table: str, *, schema: str = "main") -> str:
+    """BLAKE3 over the msgpack encodings of `table`'s rows in primary-key order, concatenated.
+
+    Equal tables have equal digests. Each chunk is encoded as one msgpack array whose header is
+    skipped: what is left is, byte for byte, its rows' encodings one after another.
+    """
     hasher = blake3.blake3()
-    for row in table_rows(db, table):
-        hasher.update(_ENCODER.encode(row))
+    for chunk in table_chunks(db, table, schema=schema):
+        encoded = _ENCODER.encode(chunk)
+        hasher.update(memoryview(encoded)[_array_header_size(len(chunk)) :])
     return hasher.hexdigest()
+
+
+def _array_header_size(length: int) -> int:
+    """Bytes of the msgpack header of an array of `length` items (fixarray, array 16, 32)."""
+    if length < 16:
+        return 1
+    return 3 if length < 2**16 else 5

@@ -1,0 +1,359 @@
+"""Fact provenance: every version of a fact (`history`), who set each current value (`blame`),
+and what changed between two log positions (`diff`), each with the events responsible.
+
+`history` and `blame` read the live read model when its knowledge checkpoint is at the log's
+head, and fold the log into a scratch database otherwise, so they always describe the whole
+log. `diff` folds the log up to both points. Databases are opened read-only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Literal
+
+import msgspec
+
+from eventlog import (
+    FactPublished,
+    InvalidInputError,
+    QuarantineApplied,
+    QuarantineReleased,
+    ReadSnapshot,
+    RecordedEvent,
+    open_log,
+)
+from eventlog.checks import check_optional_identifier, check_position
+from projections import fold, sql
+from projections.knowledge import Identity, KnowledgeProjector, fact_identity
+from projections.reads import Readable, Row
+from projections.scratch import ScratchDatabase
+from projections.validation import check_key, check_scope, check_tag
+
+Status = Literal["current", "superseded", "quarantined"]
+Change = Literal["added", "changed", "removed"]
+
+FOLD_BATCH = 4096
+_VERSIONS = (
+    "SELECT f.position, f.ts_ns, f.scope, f.run_id, f.tag, f.key, f.value, f.content_hash, "
+    "f.producer_task_id, f.source_adapter, f.replaced_position, f.quarantined, "
+    "c.position = f.position FROM fl_fact f LEFT JOIN fl_fact_current c ON c.scope = f.scope "
+    "AND c.run_key = f.run_key AND c.tag = f.tag AND c.key = f.key WHERE 1{filters} "
+    "ORDER BY f.position"
+)
+_BLAME = (
+    "SELECT f.scope, f.run_key, f.tag, f.key, f.value, f.position, f.ts_ns, "
+    "f.producer_task_id, f.source_adapter, (SELECT count(*) FROM fl_fact p "
+    "WHERE p.scope = c.scope AND p.run_key = c.run_key AND p.tag = c.tag AND p.key = c.key "
+    "AND p.position < c.position) FROM fl_fact_current c JOIN fl_fact f "
+    "ON f.position = c.position WHERE 1{filters} ORDER BY c.scope, c.run_key, c.tag, c.key"
+)
+_CURRENT = (
+    "SELECT c.scope, c.run_key, c.tag, c.key, f.position, f.value FROM fl_fact_current c "
+    "JOIN fl_fact f ON f.position = c.position"
+)
+
+
+class FactVersion(msgspec.Struct, frozen=True, kw_only=True):
+    """One published version of a fact, with the provenance of the event that wrote it."""
+
+    position: int
+    event_id: str
+    ts_ns: int
+    scope: str
+    run_id: str | None
+    tag: str
+    key: str
+    value: str
+    content_hash: str
+    producer_task_id: str
+    source_adapter: str | None
+    replaced_position: int | None
+    """The version that was current when this one was published."""
+    status: Status
+
+
+class FactHistory(msgspec.Struct, frozen=True, kw_only=True):
+    """Every version of the facts selected, oldest first, as of log position `at_position`."""
+
+    at_position: int
+    versions: list[FactVersion]
+
+
+class BlameLine(msgspec.Struct, frozen=True, kw_only=True):
+    """A current fact and the event that set it."""
+
+    scope: str
+    run_id: str | None
+    """The run of a run-scoped fact (None in project scope)."""
+    tag: str
+    key: str
+    value: str
+    position: int
+    event_id: str
+    ts_ns: int
+    producer_task_id: str
+    source_adapter: str | None
+    versions_before: int
+    """Versions of the same fact published before this one (quarantined ones included)."""
+
+
+class Blame(msgspec.Struct, frozen=True, kw_only=True):
+    """Who set each current fact, as of log position `at_position`."""
+
+    at_position: int
+    facts: list[BlameLine]
+
+
+class FactChange(msgspec.Struct, frozen=True, kw_only=True):
+    """A fact whose current value differs between two points, and the event that made it so."""
+
+    change: Change
+    scope: str
+    run_id: str | None
+    tag: str
+    key: str
+    old_value: str | None
+    new_value: str | None
+    old_position: int | None
+    new_position: int | None
+    by_position: int
+    """The last event in the window that changed this fact's current version: its publish,
+    or a quarantine or release."""
+    by_event_id: str
+    by_kind: str
+    by_producer_task_id: str
+    by_source_adapter: str | None
+    by_ts_ns: int
+
+
+class FactDiff(msgspec.Struct, frozen=True, kw_only=True):
+    """Facts added, changed and removed between `from_position` and `to_position`."""
+
+    from_position: int
+    to_position: int
+    tag: str | None
+    added: list[FactChange]
+    changed: list[FactChange]
+    removed: list[FactChange]
+
+
+def history(
+    db_path: str | os.PathLike[str],
+    *,
+    scope: str | None = None,
+    tag: str | None = None,
+    key: str | None = None,
+    run_id: str | None = None,
+) -> FactHistory:
+    """Every version of the facts matching the filters (all facts without any), oldest first.
+
+    `run_id` selects versions published in that run (for run-scoped facts, the fact's run).
+    """
+    filters, params = _filters(scope, tag, key, run_id)
+    with _read_model(db_path) as (snap, model):
+        rows = model.execute(_VERSIONS.format(filters=filters), params)
+        event_ids = _event_ids(snap, [row[0] for row in rows])
+        versions = [_version(row, event_ids[row[0]]) for row in rows]
+        return FactHistory(at_position=snap.head().position, versions=versions)
+
+
+def blame(
+    db_path: str | os.PathLike[str],
+    *,
+    scope: str | None = None,
+    tag: str | None = None,
+    run_id: str | None = None,
+) -> Blame:
+    """For each current fact matching the filters: the event, producer and adapter that set it,
+    and how many versions came before. `run_id` as in `history`."""
+    filters, params = _filters(scope, tag, None, run_id)
+    with _read_model(db_path) as (snap, model):
+        rows = model.execute(_BLAME.format(filters=filters), params)
+        event_ids = _event_ids(snap, [row[5] for row in rows])
+        lines = [
+            BlameLine(
+                scope=row[0],
+                run_id=row[1] or None,
+                tag=row[2],
+                key=row[3],
+                value=row[4],
+                position=row[5],
+                event_id=event_ids[row[5]],
+                ts_ns=row[6],
+                producer_task_id=row[7],
+                source_adapter=row[8],
+                versions_before=row[9],
+            )
+            for row in rows
+        ]
+        return Blame(at_position=snap.head().position, facts=lines)
+
+
+def diff(
+    db_path: str | os.PathLike[str],
+    from_position: int,
+    to_position: int,
+    tag: str | None = None,
+) -> FactDiff:
+    """Facts whose current version differs between the state right after `from_position` and
+    right after `to_position` (optionally under one tag), with the event responsible for each."""
+    start = check_position("from_position", from_position)
+    end = check_position("to_position", to_position)
+    wanted = None if tag is None else check_tag(tag)
+    if start > end:
+        raise InvalidInputError(f"from_position {start} is after to_position {end}")
+    event_log = open_log(db_path, read_only=True)
+    scratch = ScratchDatabase()
+    try:
+        with event_log.snapshot() as snap:
+            head = snap.head().position
+            if end > head:
+                raise InvalidInputError(f"to_position {end} is past the log head {head}")
+            projector = KnowledgeProjector()
+            fold(scratch, [projector], snap.read(until=start))
+            before = _current(scratch)
+            causes = _fold_noting_causes(scratch, projector, snap.read(after=start, until=end))
+            after = _current(scratch)
+    finally:
+        scratch.close()
+        event_log.close()
+    changes = [
+        _change(identity, before.get(identity), after.get(identity), causes[identity])
+        for identity in sorted(before.keys() | after.keys())
+        if before.get(identity) != after.get(identity) and wanted in (None, identity[2])
+    ]
+    return FactDiff(
+        from_position=start,
+        to_position=end,
+        tag=wanted,
+        added=[c for c in changes if c.change == "added"],
+        changed=[c for c in changes if c.change == "changed"],
+        removed=[c for c in changes if c.change == "removed"],
+    )
+
+
+def _filters(
+    scope: str | None, tag: str | None, key: str | None, run_id: str | None
+) -> tuple[str, list[object]]:
+    checked: list[tuple[str, object]] = [
+        (" AND f.scope = ?", None if scope is None else check_scope(scope)),
+        (" AND f.tag = ?", None if tag is None else check_tag(tag)),
+        (" AND f.key = ?", None if key is None else check_key(key)),
+        (" AND f.run_id = ?", check_optional_identifier("run_id", run_id)),
+    ]
+    given = [(fragment, value) for fragment, value in checked if value is not None]
+    return "".join(f for f, _ in given), [v for _, v in given]
+
+
+@contextmanager
+def _read_model(db_path: str | os.PathLike[str]) -> Iterator[tuple[ReadSnapshot, Readable]]:
+    """A read snapshot of the log, and the knowledge read model at its head."""
+    event_log = open_log(db_path, read_only=True)
+    try:
+        with event_log.snapshot() as snap:
+            if _knowledge_is_current(snap):
+                yield snap, snap
+                return
+            scratch = ScratchDatabase()
+            try:
+                fold(scratch, [KnowledgeProjector()], snap.read())
+                yield snap, scratch
+            finally:
+                scratch.close()
+    finally:
+        event_log.close()
+
+
+def _knowledge_is_current(snap: ReadSnapshot) -> bool:
+    if not snap.execute(sql.CHECKPOINT_TABLE_EXISTS):
+        return False
+    head = snap.head()
+    found = snap.execute(sql.CHECKPOINT_GET, (KnowledgeProjector.name,))
+    return [(KnowledgeProjector.version, head.position, head.chain_hash)] == [
+        tuple(row) for row in found
+    ]
+
+
+def _event_ids(snap: ReadSnapshot, positions: Iterable[int]) -> dict[int, str]:
+    return {p: next(snap.read(after=p - 1, until=p)).event_id for p in positions}
+
+
+def _version(row: Row, event_id: str) -> FactVersion:
+    status: Status = "current" if row[12] else "quarantined" if row[11] else "superseded"
+    return FactVersion(
+        position=row[0],
+        event_id=event_id,
+        ts_ns=row[1],
+        scope=row[2],
+        run_id=row[3],
+        tag=row[4],
+        key=row[5],
+        value=row[6],
+        content_hash=row[7],
+        producer_task_id=row[8],
+        source_adapter=row[9],
+        replaced_position=row[10],
+        status=status,
+    )
+
+
+def _fold_noting_causes(
+    scratch: ScratchDatabase, projector: KnowledgeProjector, events: Iterable[RecordedEvent]
+) -> dict[Identity, RecordedEvent]:
+    """Fold `events`; return, per fact, the last of them that moved its current version."""
+    causes: dict[Identity, RecordedEvent] = {}
+    batch: list[RecordedEvent] = []
+    for record in events:
+        payload = record.payload
+        if isinstance(payload, (QuarantineApplied, QuarantineReleased)):
+            projector.apply(scratch, batch)
+            batch = []
+            before = _current(scratch)
+            projector.apply(scratch, [record])
+            after = _current(scratch)
+            for identity in before.keys() | after.keys():
+                if before.get(identity) != after.get(identity):
+                    causes[identity] = record
+            continue
+        if isinstance(payload, FactPublished):
+            identity = fact_identity(payload.scope, record.run_id, payload.tag, payload.key)
+            causes[identity] = record
+        batch.append(record)
+        if len(batch) >= FOLD_BATCH:
+            projector.apply(scratch, batch)
+            batch = []
+    projector.apply(scratch, batch)
+    return causes
+
+
+def _current(db: Readable) -> dict[Identity, tuple[int, str]]:
+    return {(r[0], r[1], r[2], r[3]): (r[4], r[5]) for r in db.execute(_CURRENT)}
+
+
+def _change(
+    identity: Identity,
+    old: tuple[int, str] | None,
+    new: tuple[int, str] | None,
+    cause: RecordedEvent,
+) -> FactChange:
+    change: Change = "added" if old is None else "removed" if new is None else "changed"
+    scope, run, tag, key = identity
+    return FactChange(
+        change=change,
+        scope=scope,
+        run_id=run or None,
+        tag=tag,
+        key=key,
+        old_value=None if old is None else old[1],
+        new_value=None if new is None else new[1],
+        old_position=None if old is None else old[0],
+        new_position=None if new is None else new[0],
+        by_position=cause.position,
+        by_event_id=cause.event_id,
+        by_kind=cause.kind,
+        by_producer_task_id=cause.producer_task_id,
+        by_source_adapter=cause.source_adapter,
+        by_ts_ns=cause.ts_ns,
+    )

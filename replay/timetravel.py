@@ -1,0 +1,62 @@
+"""Time travel: a read-only store showing the knowledge base as it was at a past point.
+
+The point is a log position, or a wall-clock time. `ts_ns` is attribution, not order: clocks
+skew and tie, so events are not sorted by it. A time selects the highest position whose event
+has `ts_ns` at or before it, and the view shows the state right after that position, every
+earlier position included (even one stamped later than the time).
+"""
+
+from __future__ import annotations
+
+import os
+
+from eventlog import InvalidInputError, ReadSnapshot, open_log
+from eventlog.checks import check_position, check_ts_ns
+from projections import SQLiteMemoryStore, default_projectors, fold
+from projections.scratch import ScratchDatabase
+
+
+def as_of(
+    db_path: str | os.PathLike[str], *, position: int | None = None, ts_ns: int | None = None
+) -> SQLiteMemoryStore:
+    """A read-only store showing the state right after `position`, or right after the highest
+    position whose event has `ts_ns` at or before the given `ts_ns`. Give exactly one.
+
+    `CrossTaskKB(view, run_id=...)` over it subscribes and lists history as it would have then;
+    every write through it raises `ReadOnlyStoreError`.
+    """
+    if (position is None) == (ts_ns is None):
+        raise InvalidInputError("as_of needs exactly one of position and ts_ns")
+    event_log = open_log(db_path, read_only=True)
+    scratch = ScratchDatabase()
+    try:
+        with event_log.snapshot() as snap:
+            if position is not None:
+                target = _position(snap, position)
+            else:
+                target = _position_at(snap, check_ts_ns(ts_ns))
+            fold(scratch, default_projectors(), snap.read(until=target))
+    except BaseException:
+        scratch.close()
+        raise
+    finally:
+        event_log.close()
+    scratch.seal()
+    return SQLiteMemoryStore._view(db_path, scratch)
+
+
+def _position(snap: ReadSnapshot, position: object) -> int:
+    target = check_position("position", position)
+    head = snap.head().position
+    if target > head:
+        raise InvalidInputError(f"position {target} is past the log head {head}")
+    return target
+
+
+def _position_at(snap: ReadSnapshot, ts_ns: int) -> int:
+    """The highest position whose event has `ts_ns` at or before the given one (0 if none)."""
+    found = 0
+    for record in snap.read():
+        if record.ts_ns <= ts_ns:
+            found = record.position
+    return found

@@ -1,0 +1,396 @@
+"""rebuild: refold every projection into a shadow file, compare digests, swap on request."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eventlog import (
+    InvalidInputError,
+    InvalidTypeError,
+    MemoryAdded,
+    NewEvent,
+    QuarantineApplied,
+    QuarantineReleased,
+    StorageError,
+    open_log,
+)
+from projections import CrossTaskKB, SQLiteMemoryStore, load_persistent_memory
+from projections import tables as tables_module
+from projections.scratch import ScratchDatabase
+from projections.tables import table_digest, table_rows
+from replay import rebuild as rebuild_module
+from replay.rebuild import RebuildReport, rebuild
+from replay.render import to_json, to_text
+
+StoreFactory = Callable[..., SQLiteMemoryStore]
+TABLES = (
+    "fl_memory",
+    "fl_memory_tag",
+    "fl_fact",
+    "fl_fact_current",
+    "fl_quarantine",
+    "fl_quarantined",
+    "fl_receipt",
+    "fl_receipt_item",
+)
+
+
+def populate(store: SQLiteMemoryStore) -> None:
+    """A small history touching every projector table."""
+    kb = CrossTaskKB(store, run_id="run-1", producer_task_id="task-a")
+    store.add("learning", "first", ["api", "db"], source_adapter="codex")
+    store.add_many([{"type": "decision", "content": "second", "tags": ["api"]}])
+    kb.publish("api", "base_url", "v1", scope="project")
+    kb.publish("api", "base_url", "v2", scope="project", source_adapter="codex")
+    load_persistent_memory(store, ["api"], task_id="task-b")
+    quarantine = store._append(
+        [NewEvent(payload=QuarantineApplied(reason="r", match_source_adapter="codex"))]
+    )[0]
+    store._append(
+        [NewEvent(payload=QuarantineReleased(quarantine_position=quarantine.position, reason="r"))]
+    )
+    store.decay_importance(0.5)
+    store.remove(1)
+
+
+def live_rows(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    log = open_log(db_path, read_only=True)
+    try:
+        with log.snapshot() as snap:
+            return {table: list(table_rows(snap, table)) for table in TABLES}
+    finally:
+        log.close()
+
+
+def tamper(db_path: Path, statement: str) -> None:
+    raw = sqlite3.connect(db_path)
+    raw.execute(statement)
+    raw.commit()
+    raw.close()
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".rebuild-" in p.name)
+
+
+def test_rebuild_matches_an_untouched_live_model(db_path: Path, store: SQLiteMemoryStore) -> None:
+    """On an untouched database every table's live and rebuilt digests are equal."""
+    populate(store)
+    report = rebuild(db_path)
+    head = store.event_log.head().position
+    assert (True, head, head, False, None, []) == (
+        report.matches,
+        report.events,
+        report.compared_at,
+        report.swapped,
+        report.swapped_at,
+        report.stale_checkpoints,
+    )
+    assert list(TABLES) == [t.table for t in report.tables]
+    assert all(t.live == t.rebuilt and t.matches for t in report.tables)
+    assert report.seconds > 0 and report.events_per_second > 0
+
+
+def test_rebuild_only_reads_when_not_swapping(db_path: Path, store: SQLiteMemoryStore) -> None:
+    """Without swap, the live tables are left exactly as they were."""
+    populate(store)
+    before = live_rows(db_path)
+    rebuild(db_path)
+    assert before == live_rows(db_path)
+
+
+def test_corrupted_live_table_is_reported(db_path: Path, store: SQLiteMemoryStore) -> None:
+    """A live row changed behind the projector's back makes that table, and only it, differ."""
+    populate(store)
+    tamper(db_path, "UPDATE fl_memory SET content = 'poisoned' WHERE id = 2")
+    report = rebuild(db_path)
+    assert not report.matches
+    assert ["fl_memory"] == [t.table for t in report.tables if not t.matches]
+
+
+def test_swap_repairs_a_corrupted_table(db_path: Path, store: SQLiteMemoryStore) -> None:
+    """swap=True replaces the live rows with the refold: changed, added and deleted rows."""
+    populate(store)
+    expected = live_rows(db_path)
+    tamper(db_path, "UPDATE fl_memory SET content = 'poisoned' WHERE id = 2")
+    tamper(db_path, "INSERT INTO fl_memory_tag (tag, entry_id) VALUES ('injected', 2)")
+    tamper(db_path, "DELETE FROM fl_fact_current")
+    report = rebuild(db_path, swap=True)
+    assert (False, True) == (report.matches, report.swapped)
+    assert expected == live_rows(db_path)
+    assert rebuild(db_path).matches
+    assert ["second"] == [e.content for e in store.list(type="decision")]
+
+
+def test_swap_recreates_a_dropped_table(db_path: Path, store: SQLiteMemoryStore) -> None:
+    """A missing live table has no live digest; swap creates it again, indexes included."""
+    populate(store)
+    expected = live_rows(db_path)
+    tamper(db_path, "DROP TABLE fl_fact")
+    report = rebuild(db_path)
+    assert [None] == [t.live for t in report.tables if t.table == "fl_fact"]
+    rebuild(db_path, swap=True)
+    assert expected == live_rows(db_path)
+    raw = sqlite3.connect(db_path)
+    indexes = raw.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'fl_fact'").fetchall()
+    raw.close()
+    assert {("fl_fact_by_identity",)} <= set(indexes)
+
+
+def test_lagging_checkpoints_are_reported_and_reset_by_swap(
+    db_path: Path, store: SQLiteMemoryStore
+) -> None:
+    """Events appended without projection leave checkpoints behind; swap folds them in."""
+    store.add("learning", "projected")
+    bare = open_log(db_path)
+    bare.append(NewEvent(payload=MemoryAdded(type="learning", content="bare")))
+    bare.close()
+    report = rebuild(db_path)
+    assert (False, ["knowledge", "receipts"]) == (report.matches, report.stale_checkpoints)
+    swapped = rebuild(db_path, swap=True)
+    assert 2 == swapped.swapped_at
+    assert rebuild(db_path).matches
+    raw = sqlite3.connect(db_path)
+    checkpoints = raw.execute("SELECT name, position FROM fl_projector_checkpoint").fetchall()
+    raw.close()
+    assert {("knowledge", 2), ("receipts", 2)} == set(checkpoints)
+
+
+def test_appends_while_folding_are_compared(
+    db_path: Path, make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events appended while the shadow is folded are caught up before the comparison."""
+    store = make_store()
+    store.add_many([{"type": "learning", "content": f"n{i}"} for i in range(5)])
+    writer = make_store()
+    monkeypatch.setattr(rebuild_module, "BATCH_EVENTS", 2)
+
+    def append_once(position: int, head: int) -> None:
+        if position == 2:
+            writer.add("learning", "during the fold")
+
+    report = rebuild(db_path, progress=append_once)
+    assert (True, 6, 6) == (report.matches, report.compared_at, report.events)
+
+
+def test_appends_before_the_swap_are_not_lost(
+    db_path: Path, make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events appended after the comparison are folded inside the swap transaction."""
+    store = make_store()
+    populate(store)
+    writer = make_store()
+    kb = CrossTaskKB(writer, run_id="run-2", producer_task_id="late")
+    compare = rebuild_module._compare
+
+    def compare_then_append(*args: Any) -> Any:
+        result = compare(*args)
+        writer.add("learning", "appended meanwhile", ["late"])
+        kb.publish("api", "base_url", "v3", scope="project")
+        return result
+
+    monkeypatch.setattr(rebuild_module, "_compare", compare_then_append)
+    report = rebuild(db_path, swap=True)
+    head = store.event_log.head().position
+    assert (head - 2, head, head) == (report.compared_at, report.swapped_at, report.events)
+    monkeypatch.undo()
+    assert rebuild(db_path).matches
+    assert ["appended meanwhile"] == [e.content for e in store.list(tags=["late"])]
+    fresh = CrossTaskKB(make_store(), run_id="run-3")
+    assert ["v3"] == [f.value for f in fresh.subscribe("api", scope="project")]
+
+
+def test_swapped_store_keeps_writing_consistently(db_path: Path, make_store: StoreFactory) -> None:
+    """A store open across a swap keeps projecting inline into the swapped tables."""
+    store = make_store()
+    populate(store)
+    rebuild(db_path, swap=True)
+    store.add("learning", "after swap", ["api"])
+    assert rebuild(db_path).matches
+    assert "after swap" == store.list(limit=1)[0].content
+
+
+def test_empty_log_rebuilds_to_empty_tables(db_path: Path, store: SQLiteMemoryStore) -> None:
+    """A log with no events refolds into empty tables that match."""
+    report = rebuild(db_path, swap=True)
+    assert (0, True, 0) == (report.events, report.matches, report.swapped_at)
+
+
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("add"),
+            st.sampled_from(["learning", "decision"]),
+            st.lists(st.sampled_from(["a", "b", "api"]), max_size=3),
+            st.sampled_from([None, "codex", "claude-code"]),
+            st.floats(0, 1),
+        ),
+        st.tuples(st.just("add_many"), st.integers(1, 3), st.sampled_from([None, "codex"])),
+        st.tuples(st.just("remove"), st.integers(1, 30)),
+        st.tuples(
+            st.just("publish"),
+            st.sampled_from(["run", "project"]),
+            st.sampled_from(["k1", "k2"]),
+            st.text(max_size=5),
+            st.sampled_from([None, "codex"]),
+        ),
+        st.tuples(st.just("decay"), st.sampled_from([0.5, 0.9, 1.0])),
+        st.tuples(st.just("prune"), st.integers(0, 5)),
+        st.tuples(st.just("recall"), st.lists(st.sampled_from(["a", "api"]), max_size=2)),
+        st.tuples(st.just("quarantine"), st.sampled_from(["codex", "claude-code"])),
+        st.tuples(st.just("release")),
+    ),
+    max_size=20,
+)
+
+
+def apply_operations(store: SQLiteMemoryStore, operations: list[tuple[Any, ...]]) -> None:
+    kb = CrossTaskKB(store, run_id="run-1", producer_task_id="task")
+    quarantines: list[int] = []
+    for op in operations:
+        if op[0] == "add":
+            store.add(op[1], "content", op[2], op[4], source_adapter=op[3])
+        elif op[0] == "add_many":
+            store.add_many(
+                [
+                    {"type": "learning", "content": f"m{i}", "source_adapter": op[2]}
+                    for i in range(op[1])
+                ]
+            )
+        elif op[0] == "remove":
+            store.remove(op[1])
+        elif op[0] == "publish":
+            kb.publish("api", op[2], op[3], scope=op[1], source_adapter=op[4])
+        elif op[0] == "decay":
+            store.decay_importance(op[1])
+        elif op[0] == "prune":
+            store.prune(max_entries=op[1], max_age_days=365)
+        elif op[0] == "recall":
+            load_persistent_memory(store, op[1], task_id="t")
+        elif op[0] == "quarantine":
+            event = NewEvent(payload=QuarantineApplied(reason="r", match_source_adapter=op[1]))
+            quarantines.append(store._append([event])[0].position)
+        elif quarantines:
+            release = QuarantineReleased(quarantine_position=quarantines.pop(), reason="r")
+            store._append([NewEvent(payload=release)])
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(operations=OPERATIONS)
+def test_rebuild_equals_live_after_random_histories(
+    tmp_path: Path, operations: list[tuple[Any, ...]]
+) -> None:
+    """Whatever the history, the refold's digests equal the live model's, table by table."""
+    path = tmp_path / f"{len(list(tmp_path.iterdir()))}.db"
+    with SQLiteMemoryStore(path) as store:
+        apply_operations(store, operations)
+        report = rebuild(path)
+        assert [] == [t.table for t in report.tables if not t.matches]
+        assert report.matches
+    assert [] == leftovers(tmp_path)
+
+
+def test_shadow_file_is_removed_even_when_the_rebuild_fails(
+    db_path: Path, store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temporary shadow beside the database is deleted on success and on failure."""
+    populate(store)
+    rebuild(db_path, swap=True)
+    assert [] == leftovers(db_path.parent)
+
+    def fail(*args: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(rebuild_module, "_compare", fail)
+    with pytest.raises(RuntimeError):
+        rebuild(db_path, swap=True)
+    assert [] == leftovers(db_path.parent)
+
+
+def test_failed_swap_leaves_the_live_model_untouched(
+    db_path: Path, store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A swap that fails midway rolls back: live tables and checkpoints are as before."""
+    populate(store)
+    tamper(db_path, "UPDATE fl_memory SET content = 'poisoned' WHERE id = 2")
+    before = live_rows(db_path)
+    monkeypatch.setattr(rebuild_module, "_COPY", "INSERT INTO main.{table} SELECT * FROM nowhere")
+    with pytest.raises(StorageError):
+        rebuild(db_path, swap=True)
+    assert before == live_rows(db_path)
+
+
+def test_missing_database_is_a_storage_error(tmp_path: Path) -> None:
+    """A path with no database is refused without creating anything."""
+    with pytest.raises(StorageError):
+        rebuild(tmp_path / "missing.db")
+    assert [] == list(tmp_path.iterdir())
+
+
+def test_swap_must_be_a_bool(db_path: Path, store: SQLiteMemoryStore) -> None:
+    """A truthy non-bool for swap is a type error, not a silent swap."""
+    with pytest.raises(InvalidTypeError):
+        rebuild(db_path, swap="yes")  # type: ignore[arg-type]
+
+
+def test_report_renders_as_json_and_text(db_path: Path, store: SQLiteMemoryStore) -> None:
+    """The report is a msgspec Struct the shared renderers print."""
+    populate(store)
+    report = rebuild(db_path)
+    assert isinstance(report, RebuildReport)
+    assert '"matches": true' in to_json(report)
+    assert "fl_receipt_item" in to_text(report)
+
+
+def test_table_digest_ignores_insertion_order_and_chunking(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Equal tables digest equally however their rows were written or chunked."""
+    rows = [(i, f"v{i % 7}", i * 0.5) for i in range(40)]
+    digests = set()
+    for order, chunk in ((rows, 4096), (rows[::-1], 3), (rows[7:] + rows[:7], 16)):
+        monkeypatch.setattr(tables_module, "CHUNK_ROWS", chunk)
+        scratch = ScratchDatabase()
+        scratch.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT, c REAL)")
+        scratch.executemany("INSERT INTO t VALUES (?, ?, ?)", order)
+        digests.add(table_digest(scratch, "t"))
+        assert rows == list(table_rows(scratch, "t"))
+        scratch.close()
+    assert 1 == len(digests)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [("a", "x "), ("b", 3), ("c", math.nextafter(0.1, 1.0)), ("c", None)],
+)
+def test_table_digest_sees_every_value(change: tuple[str, object]) -> None:
+    """Changing any one value of a row, even by one ulp, changes the digest."""
+    scratch = ScratchDatabase()
+    scratch.execute("CREATE TABLE t (a TEXT, b INTEGER, c REAL, PRIMARY KEY (a, b)) WITHOUT ROWID")
+    scratch.executemany("INSERT INTO t VALUES (?, ?, ?)", [("x", 1, 0.1), ("y", 2, 0.2)])
+    original = table_digest(scratch, "t")
+    scratch.execute("UPDATE t SET c = ? WHERE a = 'x'", (0.1,))
+    assert original == table_digest(scratch, "t")
+    column, value = change
+    scratch.execute(f"UPDATE t SET {column} = ? WHERE a = 'x'", (value,))
+    assert original != table_digest(scratch, "t")
+
+
+def test_tables_without_a_primary_key_are_refused() -> None:
+    """Rows need a canonical order; a table without a primary key has none."""
+    scratch = ScratchDatabase()
+    scratch.execute("CREATE TABLE loose (a TEXT)")
+    with pytest.raises(InvalidInputError, match="no primary key"):
+        table_digest(scratch, "loose")
+    with pytest.raises(InvalidInputError, match="missing"):
+        table_digest(scratch, "absent")
