@@ -15,6 +15,9 @@ MAX_CONTENT_BYTES = 1024 * 1024
 MAX_IDENTIFIER_CHARS = 256
 """Limit on identifiers: task, run and event ids, adapter names."""
 
+MAX_POSITION = 2**63 - 1
+"""The largest log position, count or row limit: SQLite's largest integer."""
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -79,11 +82,14 @@ def check_optional_identifier(name: str, value: object) -> str | None:
 
 
 def check_position(name: str, value: object, *, minimum: int = 0) -> int:
-    """Check a log position (or a count of events): an int, not a bool, at least `minimum`."""
+    """Check a log position (or a count of events): an int, not a bool, at least `minimum`
+    and at most `MAX_POSITION`."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidTypeError(f"{name} must be int, not {type(value).__name__}")
     if value < minimum:
         raise InvalidInputError(f"{name} must be at least {minimum}, got {value}")
+    if value > MAX_POSITION:
+        raise InvalidInputError(f"{name} must be at most {MAX_POSITION}, got {value}")
     return value
 
 
@@ -98,17 +104,17 @@ def check_positions(name: str, value: object) -> tuple[int, ...]:
 
 def check_ts_ns(value: object) -> int:
     """Check a wall-clock timestamp in nanoseconds since the epoch."""
-    ts = check_position("ts_ns", value)
-    if ts >= 2**63:
-        raise InvalidInputError(f"ts_ns {ts} does not fit in 63 bits")
-    return ts
+    return check_position("ts_ns", value)
 
 
 def check_finite(name: str, value: object) -> float:
     """Check a finite real number (ints are accepted and converted)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidTypeError(f"{name} must be a number, not {type(value).__name__}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise InvalidInputError(f"{name} must be finite, got an int too big for a float") from None
     if not math.isfinite(number):
         raise InvalidInputError(f"{name} must be finite, got {value!r}")
     return number

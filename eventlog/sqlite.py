@@ -135,7 +135,7 @@ class SQLiteEventLog:
     ) -> None:
         if durability not in ("full", "fast"):
             raise InvalidInputError(f"durability must be 'full' or 'fast', got {durability!r}")
-        self._path = str(path)
+        self._path = _checked_path(path)
         self._where = "in-memory database" if self._path == MEMORY else f"database {self._path}"
         self._durability: Durability = durability
         self._read_only = read_only
@@ -157,12 +157,15 @@ class SQLiteEventLog:
     def _connect(self) -> sqlite3.Connection:
         if self._path != MEMORY:
             target = Path(self._path)
-            if target.is_dir():
-                raise StorageError(f"cannot open {self._where}: the path is a directory")
-            if self._read_only and not target.exists():
-                raise StorageError(f"cannot open {self._where}: no such file")
-            if not self._read_only:
-                target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                if target.is_dir():
+                    raise StorageError(f"cannot open {self._where}: the path is a directory")
+                if self._read_only and not target.exists():
+                    raise StorageError(f"cannot open {self._where}: no such file")
+                if not self._read_only:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(f"cannot open {self._where}: {exc.strerror or exc}") from None
         try:
             if self._read_only and self._path != MEMORY:
                 uri = Path(self._path).resolve().as_uri() + "?mode=ro"
@@ -371,6 +374,27 @@ class SQLiteEventLog:
             event_id, caller_id = check_identifier("event_id", event.event_id), True
         ts_ns = check_ts_ns(self._clock_ns() if event.ts_ns is None else event.ts_ns)
         return _Prepared(event, event_id, caller_id, ts_ns, content_hash(data))
+
+
+def _checked_path(path: str | os.PathLike[str]) -> str:
+    """The database path as text; refuses what no file system can name, before touching one."""
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        raise InvalidTypeError(
+            f"path must be str or os.PathLike[str], not {type(path).__name__}"
+        ) from None
+    if not isinstance(text, str):
+        raise InvalidTypeError(f"path must be str or os.PathLike[str], not {type(text).__name__}")
+    if "\x00" in text:
+        raise InvalidInputError("path must not contain NUL")
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"path is not valid Unicode: lone surrogate at index {exc.start}"
+        ) from None
+    return text
 
 
 def new_event_id() -> str:

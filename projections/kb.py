@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import structlog
 
@@ -82,6 +82,13 @@ class CrossTaskKB:
             "producer_task_id", producer_task_id, allow_empty=True
         )
         self._source_adapter = check_optional_identifier("source_adapter", source_adapter)
+        for name, value in (("hook_dispatch", hook_dispatch), ("clock_ns", clock_ns)):
+            if value is not None and not callable(value):
+                raise InvalidTypeError(f"{name} must be callable, not {type(value).__name__}")
+        if counter is not None and not isinstance(counter, PublishCounter):
+            raise InvalidTypeError(
+                f"counter must be a PublishCounter, not {type(counter).__name__}"
+            )
         self._hook_dispatch = hook_dispatch
         self._counter = counter if counter is not None else _GLOBAL_COUNTER
         self._clock_ns = clock_ns or time.time_ns
@@ -124,6 +131,10 @@ class CrossTaskKB:
         checked_scope = self._scope(scope)
         adapter = check_optional_identifier("source_adapter", source_adapter)
         adapter = adapter or self._source_adapter or self._store.source_adapter
+        if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+            raise InvalidTypeError(
+                f"items must be a list of (tag, key, value) tuples, not {type(items).__name__}"
+            )
         events = [self._event(i, item, checked_scope, adapter) for i, item in enumerate(items)]
         if not events:
             return []

@@ -51,6 +51,8 @@ def load_persistent_memory(
     Uses the environment's policy (`active_trust_policy`) unless one is given, and appends a
     recall receipt naming what was included and what was kept out.
     """
+    if not isinstance(store, SQLiteMemoryStore):
+        raise InvalidTypeError(f"store must be a SQLiteMemoryStore, not {type(store).__name__}")
     if trust_policy is not None and not isinstance(trust_policy, MemoryTrustPolicy):
         raise InvalidTypeError(
             f"trust_policy must be a MemoryTrustPolicy, not {type(trust_policy).__name__}"

@@ -142,7 +142,8 @@ def _ranked(
     return [
         Candidate(
             entry_from_row(row),
-            (row[11], row[4], row[0]),
+            # The rank is the key the query ordered by: with no tags, recency alone.
+            (row[11], row[4], row[0]) if tags else (0, 0.0, row[0]),
             bool(row[12] & sql.HIDDEN_QUARANTINED),
         )
         for row in rows

@@ -24,6 +24,7 @@ from eventlog import (
     open_log,
 )
 from eventlog.checks import (
+    check_content,
     check_finite,
     check_identifier,
     check_optional_identifier,
@@ -79,12 +80,14 @@ class SQLiteMemoryStore:
         durability: Durability = "full",
         clock_ns: Callable[[], int] | None = None,
     ) -> None:
-        self.db_path = Path(db_path) if str(db_path) != ":memory:" else db_path
         self._source_adapter = check_optional_identifier("source_adapter", source_adapter)
+        if clock_ns is not None and not callable(clock_ns):
+            raise InvalidTypeError(f"clock_ns must be callable, not {_type_name(clock_ns)}")
         self._clock_ns = clock_ns or time.time_ns
         self._log: EventLog | None = open_log(
             db_path, durability=durability, clock_ns=self._clock_ns
         )
+        self.db_path = Path(db_path) if str(db_path) != ":memory:" else db_path
         self._projection = Projection(self._log, default_projectors())
         self._reader: Reader = self._log
         try:
@@ -194,7 +197,9 @@ class SQLiteMemoryStore:
                 raise InvalidTypeError(f"rows[{index}] must be a dict, not {type(row).__name__}")
             unknown = set(row) - ADD_KEYS
             if unknown:
-                raise InvalidInputError(f"rows[{index}] has unknown keys: {sorted(unknown)}")
+                raise InvalidInputError(
+                    f"rows[{index}] has unknown keys: {sorted(unknown, key=repr)}"
+                )
             if "type" not in row or "content" not in row:
                 raise InvalidInputError(f"rows[{index}] needs 'type' and 'content'")
             try:
@@ -219,6 +224,7 @@ class SQLiteMemoryStore:
     ) -> NewEvent:
         if not isinstance(content, str):
             raise InvalidTypeError(f"content must be str, not {_type_name(content)}")
+        check_content("content", content)
         task = check_optional_identifier("task_id", task_id)
         payload = MemoryAdded(
             type=check_memory_type(type),
@@ -347,8 +353,20 @@ class SQLiteMemoryStore:
         self, role: str, context_files: builtins.list[str], limit: int = 10
     ) -> builtins.list[MemoryEntry]:
         """Relevant entries for a role and the first two path segments of its files."""
+        if not isinstance(role, str):
+            raise InvalidTypeError(f"role must be str, not {_type_name(role)}")
+        if isinstance(context_files, (str, bytes)) or not isinstance(context_files, Iterable):
+            raise InvalidTypeError(
+                f"context_files must be a list of paths, not {_type_name(context_files)}"
+            )
+        files = builtins.list(context_files)
+        for index, path in enumerate(files):
+            if not isinstance(path, str):
+                raise InvalidTypeError(
+                    f"context_files[{index}] must be str, not {_type_name(path)}"
+                )
         wanted = [role]
-        for path in context_files:
+        for path in files:
             parts = path.replace("\\", "/").split("/")
             wanted.extend(part for part in parts[:2] if part and part != ".")
         usable = [t for t in dict.fromkeys(wanted) if t.strip() and "," not in t]

@@ -35,7 +35,9 @@ class MemoryTrustPolicy:
                 )
         adapters = self.trusted_adapters
         if isinstance(adapters, (str, bytes)) or not isinstance(adapters, Iterable):
-            raise InvalidTypeError("trusted_adapters must be a set of adapter names, not a string")
+            raise InvalidTypeError(
+                f"trusted_adapters must be a set of adapter names, not {type(adapters).__name__}"
+            )
         checked = frozenset(
             check_identifier("trusted_adapters item", adapter) for adapter in adapters
         )
@@ -53,6 +55,10 @@ class MemoryTrustPolicy:
 
     def filter_entries(self, entries: Iterable[MemoryEntry]) -> list[MemoryEntry]:
         """The entries this policy trusts, in their order."""
+        if not isinstance(entries, Iterable):
+            raise InvalidTypeError(
+                f"entries must be a list of MemoryEntry, not {type(entries).__name__}"
+            )
         return [entry for entry in entries if self.is_trusted(entry)]
 
     def settings(self) -> TrustSettings:

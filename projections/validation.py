@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from eventlog.checks import check_finite, check_identifier
+from eventlog.checks import MAX_POSITION, check_finite, check_identifier
 from eventlog.errors import InvalidInputError, InvalidTypeError
 
 MemoryType = Literal[
@@ -76,11 +76,13 @@ def check_key(value: object) -> str:
 
 
 def check_limit(value: object, *, name: str = "limit") -> int:
-    """A row limit: a positive int."""
+    """A row limit: a positive int that SQLite can hold."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidTypeError(f"{name} must be int, not {type(value).__name__}")
     if value < 1:
         raise InvalidInputError(f"{name} must be at least 1, got {value}")
+    if value > MAX_POSITION:
+        raise InvalidInputError(f"{name} must be at most {MAX_POSITION}, got {value}")
     return value
 
 

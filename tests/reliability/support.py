@@ -1,0 +1,123 @@
+"""Helpers shared by the reliability tests: child processes, read-model comparison, events."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from eventlog import EventLog, FactPublished, MemoryAdded, RecordedEvent, verify_chain
+from eventlog.chain import genesis
+from projections import SQLiteMemoryStore, default_projectors, fold
+from projections.reads import Readable
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root, put on the children's PYTHONPATH."""
+
+TRUST_ENV = (
+    "FACTLEDGER_TRUST_POLICY",
+    "FACTLEDGER_TRUST_ADAPTERS",
+    "BERNSTEIN_MEMORY_TRUST_POLICY",
+    "BERNSTEIN_MEMORY_TRUST_ADAPTERS",
+)
+
+Row = tuple[Any, ...]
+Tables = dict[str, list[Row]]
+
+
+def spawn_worker(*args: str) -> subprocess.Popen[str]:
+    """Start `python -m tests.reliability.workers ARGS` with line-based pipes to talk to it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for name in TRUST_ENV:
+        env.pop(name, None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.reliability.workers", *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def complete_lines(text: str) -> list[str]:
+    """The lines of `text` that were written whole (a killed writer may leave a partial one)."""
+    lines = text.split("\n")
+    return [line for line in lines[:-1] if line]
+
+
+class ScratchWriter:
+    """A private in-memory SQLite database a read model can be folded into."""
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", isolation_level=None)
+
+    def execute(self, statement: str, params: Sequence[object] = ()) -> list[Row]:
+        return self._conn.execute(statement, params).fetchall()
+
+    def executemany(self, statement: str, rows: Iterable[Sequence[object]]) -> None:
+        self._conn.executemany(statement, rows)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def table_rows(db: Readable, table: str) -> list[Row]:
+    """Every row of `table` (a projector's table: a constant name), ordered by all columns."""
+    columns = [row[0] for row in db.execute("SELECT name FROM pragma_table_info(?)", (table,))]
+    order = ", ".join(f'"{column}"' for column in columns)
+    return db.execute(f"SELECT * FROM {table} ORDER BY {order}")
+
+
+def read_model(db: Readable) -> Tables:
+    """Every table of the default projectors in `db`."""
+    return {
+        table: table_rows(db, table)
+        for projector in default_projectors()
+        for table in projector.tables
+    }
+
+
+def live_tables(store: SQLiteMemoryStore) -> Tables:
+    """The live read model of `store`."""
+    with store.snapshot() as snap:
+        return read_model(snap)
+
+
+def refolded_tables(log: EventLog) -> Tables:
+    """The read model folded from scratch out of every event of `log`."""
+    scratch = ScratchWriter()
+    try:
+        fold(scratch, default_projectors(), log.read())
+        return read_model(scratch)
+    finally:
+        scratch.close()
+
+
+def assert_read_model_is_the_log_refolded(store: SQLiteMemoryStore, context: str = "") -> None:
+    """The live read model of `store` equals a refold of its log from scratch."""
+    assert refolded_tables(store.event_log) == live_tables(store), (
+        f"{context}: read model != refold"
+    )
+
+
+def assert_chain_verifies(log: EventLog, context: str = "") -> None:
+    """Every stored row of `log` re-hashes to its chain value, up to the head."""
+    report = verify_chain(log, genesis(log.log_id))
+    assert report.ok, f"{context}: chain does not verify: {report}"
+    assert log.head().position == report.checked, context
+
+
+def written_text(record: RecordedEvent) -> str:
+    """The content or value an event wrote ('' for other kinds)."""
+    payload = record.payload
+    if isinstance(payload, MemoryAdded):
+        return payload.content
+    if isinstance(payload, FactPublished):
+        return payload.value
+    return ""

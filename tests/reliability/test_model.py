@@ -1,0 +1,436 @@
+"""Model-based: the whole store, driven by hypothesis, against a plain-Python model of it."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+
+from eventlog import InvalidInputError, RecallRecorded, content_hash
+from projections import (
+    CrossTaskKB,
+    Fact,
+    MemoryEntry,
+    MemoryTrustPolicy,
+    SQLiteMemoryStore,
+    load_persistent_memory,
+)
+from tests.reliability.support import TRUST_ENV, assert_read_model_is_the_log_refolded
+
+TS_NS = 1_764_374_400_000_000_000
+"""Every event gets this timestamp: order must come from positions alone."""
+RUNS = ("run-a", "run-b")
+ADAPTERS = (None, "codex", "claude-code")
+ALLOW_LISTS: tuple[list[str] | None, ...] = (
+    None,
+    [],
+    ["codex"],
+    ["codex", "claude-code"],
+    ["gemini-cli"],
+)
+TRUSTED = "codex"
+TAGS = ("api", "API", "api-schema", "%", "a_b", "'; DROP TABLE fl_memory; --")
+FACT_TAGS = ("api", "%")
+KEYS = ("users", "k_1", "%")
+TYPES = ("learning", "decision", "convention", "semantic")
+EXAMPLES = 300
+STEPS = 50
+
+texts = st.text(
+    alphabet=st.sampled_from(["a", "b", "%", "_", "'", ";", "~", "\n", "é", "\x00", "🙂"]),
+    max_size=6,
+)
+tag_lists = st.lists(st.sampled_from(TAGS), max_size=3)
+importances = st.sampled_from([0.0, 0.25, 0.5, 1.0])
+adapters = st.sampled_from(ADAPTERS)
+allow_lists = st.sampled_from(ALLOW_LISTS)
+limits = st.integers(1, 6)
+
+
+@dataclass
+class Row:
+    """A memory row as the model keeps it: an added entry or a fact's mirror."""
+
+    type: str
+    content: str
+    tags: tuple[str, ...]
+    importance: float
+    task_id: str | None
+    adapter: str | None
+    identity: tuple[str, str, str, str] | None = None
+
+
+@dataclass
+class Version:
+    """One published version of a fact."""
+
+    position: int
+    value: str
+    producer: str
+    run_id: str
+    adapter: str | None
+
+
+@dataclass
+class Model:
+    """The store in plain Python: a head, the memory rows, and every fact version."""
+
+    head: int = 0
+    rows: dict[int, Row] = field(default_factory=dict)
+    facts: dict[tuple[str, str, str, str], list[Version]] = field(default_factory=dict)
+
+    def visible(self) -> list[tuple[int, Row]]:
+        """Rows readers see, newest first: present, and the newest version if a fact."""
+        return [
+            (entry_id, row)
+            for entry_id, row in sorted(self.rows.items(), reverse=True)
+            if row.identity is None or self.facts[row.identity][-1].position == entry_id
+        ]
+
+    def entry(self, entry_id: int, row: Row) -> MemoryEntry:
+        """The entry a reader should get for a row."""
+        return MemoryEntry(
+            id=entry_id,
+            type=row.type,
+            content=row.content,
+            tags=list(row.tags),
+            created_at=TS_NS / 1e9,
+            importance=row.importance,
+            task_id=row.task_id,
+            source_adapter=row.adapter,
+            position=entry_id,
+            content_hash=content_hash(row.content.encode("utf-8")),
+        )
+
+    def ranked(
+        self, tags: tuple[str, ...], allowed: Callable[[Row], bool]
+    ) -> list[tuple[tuple[int, float, int], int, Row]]:
+        """Visible rows that `allowed(row)` accepts, in get_relevant's order, with the key that
+        orders them: (tags shared, importance, id), or, with no tags, newest first."""
+        ranked = []
+        for entry_id, row in self.visible():
+            if not allowed(row):
+                continue
+            shared = len(set(row.tags) & set(tags))
+            if tags and not shared:
+                continue
+            key = (shared, row.importance, entry_id) if tags else (0, 0.0, entry_id)
+            ranked.append((key, entry_id, row))
+        return sorted(ranked, key=lambda item: item[0], reverse=True)
+
+
+def allowed_by(allow: list[str] | None) -> Callable[[Row], bool]:
+    """The rows a `read_only_from_adapters` value lets through ([] is handled by callers)."""
+    return lambda row: allow is None or row.adapter in allow
+
+
+def fact(identity: tuple[str, str, str, str], version: Version) -> Fact:
+    """The Fact a reader should get for a version."""
+    scope, _, tag, key = identity
+    return Fact(
+        tag=tag,
+        key=key,
+        value=version.value,
+        scope=scope,
+        producer_task_id=version.producer,
+        ts_ns=TS_NS,
+        content_hash=content_hash(version.value.encode("utf-8")),
+        position=version.position,
+        run_id=version.run_id,
+        source_adapter=version.adapter,
+    )
+
+
+class StoreMachine(RuleBasedStateMachine):
+    """Drives a real store and the model with the same operations and compares every read."""
+
+    examples = 0
+    steps = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        StoreMachine.examples += 1
+        self.directory = Path(tempfile.mkdtemp(prefix="factledger-model-"))
+        self.db_path = self.directory / "memory.db"
+        self.model = Model()
+        self.handle_adapter: str | None = None
+        self.store = self._open()
+        self.kbs = self._facades()
+
+    def _open(self) -> SQLiteMemoryStore:
+        return SQLiteMemoryStore(
+            self.db_path,
+            source_adapter=self.handle_adapter,
+            durability="fast",
+            clock_ns=lambda: TS_NS,
+        )
+
+    def _facades(self) -> list[CrossTaskKB]:
+        return [
+            CrossTaskKB(
+                self.store, run_id=run, producer_task_id=f"task-{run}", clock_ns=lambda: TS_NS
+            )
+            for run in RUNS
+        ]
+
+    def teardown(self) -> None:
+        self.store.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _adapter(self, given: str | None) -> str | None:
+        return given if given is not None else self.handle_adapter
+
+    # -- writes ----------------------------------------------------------------------------
+
+    @rule(
+        type=st.sampled_from(TYPES),
+        content=texts,
+        tags=tag_lists,
+        importance=importances,
+        task_id=st.sampled_from([None, "t1", "t2"]),
+        adapter=adapters,
+    )
+    def add(
+        self,
+        type: str,
+        content: str,
+        tags: list[str],
+        importance: float,
+        task_id: str | None,
+        adapter: str | None,
+    ) -> None:
+        entry_id = self.store.add(type, content, tags, importance, task_id, source_adapter=adapter)
+        self.model.head += 1
+        assert self.model.head == entry_id
+        unique = tuple(dict.fromkeys(tags))
+        self.model.rows[entry_id] = Row(
+            type, content, unique, importance, task_id, self._adapter(adapter)
+        )
+
+    @rule(
+        rows=st.lists(
+            st.tuples(st.sampled_from(TYPES), texts, tag_lists, adapters), min_size=1, max_size=4
+        ),
+        bad_at=st.one_of(st.none(), st.integers(0, 4)),
+    )
+    def add_many(
+        self, rows: list[tuple[str, str, list[str], str | None]], bad_at: int | None
+    ) -> None:
+        batch: list[dict[str, object]] = [
+            {"type": type, "content": content, "tags": tags, "source_adapter": adapter}
+            for type, content, tags, adapter in rows
+        ]
+        if bad_at is not None:
+            index = min(bad_at, len(batch))
+            batch.insert(index, {"type": "not-a-type", "content": "x"})
+            with pytest.raises(InvalidInputError, match=rf"rows\[{index}\]"):
+                self.store.add_many(batch)
+            return
+        ids = self.store.add_many(batch)
+        assert list(range(self.model.head + 1, self.model.head + 1 + len(rows))) == ids
+        for entry_id, (type, content, tags, adapter) in zip(ids, rows, strict=True):
+            self.model.rows[entry_id] = Row(
+                type, content, tuple(dict.fromkeys(tags)), 1.0, None, self._adapter(adapter)
+            )
+        self.model.head += len(rows)
+
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        entry_id = data.draw(st.integers(1, self.model.head + 2), label="entry_id")
+        expected = entry_id in self.model.rows
+        assert expected == self.store.remove(entry_id)
+        if expected:
+            del self.model.rows[entry_id]
+            self.model.head += 1
+
+    @rule(
+        run=st.integers(0, len(RUNS) - 1),
+        scope=st.sampled_from(["run", "project"]),
+        items=st.lists(
+            st.tuples(st.sampled_from(FACT_TAGS), st.sampled_from(KEYS), texts),
+            min_size=1,
+            max_size=3,
+        ),
+        adapter=adapters,
+        one_by_one=st.booleans(),
+    )
+    def publish(
+        self,
+        run: int,
+        scope: str,
+        items: list[tuple[str, str, str]],
+        adapter: str | None,
+        one_by_one: bool,
+    ) -> None:
+        kb = self.kbs[run]
+        if one_by_one:
+            facts = [kb.publish(*item, scope=scope, source_adapter=adapter) for item in items]
+        else:
+            facts = kb.publish_many(items, scope=scope, source_adapter=adapter)
+        for published, (tag, key, value) in zip(facts, items, strict=True):
+            self.model.head += 1
+            identity = (scope, RUNS[run] if scope == "run" else "", tag, key)
+            version = Version(
+                self.model.head, value, f"task-{RUNS[run]}", RUNS[run], self._adapter(adapter)
+            )
+            self.model.facts.setdefault(identity, []).append(version)
+            self.model.rows[self.model.head] = Row(
+                "cross_task", value, (tag,), 1.0, version.producer, version.adapter, identity
+            )
+            assert fact(identity, version) == published
+
+    @rule(rate=st.sampled_from([0.5, 0.9, 1.0]))
+    def decay(self, rate: float) -> None:
+        self.store.decay_importance(rate)
+        self.model.head += 1
+        for row in self.model.rows.values():
+            row.importance *= rate
+
+    @rule(keep=st.integers(0, 6))
+    def prune(self, keep: int) -> None:
+        ranked = sorted(
+            self.model.visible(), key=lambda item: (item[1].importance, item[0]), reverse=True
+        )
+        doomed = [entry_id for entry_id, _ in ranked[keep:]]
+        assert len(doomed) == self.store.prune(max_entries=keep, max_age_days=36500)
+        if doomed:
+            self.model.head += 1
+            for entry_id in doomed:
+                del self.model.rows[entry_id]
+
+    @rule(tags=tag_lists, limit=limits)
+    def recall(self, tags: list[str], limit: int) -> None:
+        policy = MemoryTrustPolicy(trusted_adapters=frozenset({TRUSTED}))
+        wanted = tuple(dict.fromkeys(tags))
+        text = load_persistent_memory(self.store, tags, trust_policy=policy, limit=limit)
+        trusted = self.model.ranked(wanted, lambda row: row.adapter in (None, TRUSTED))
+        refused = self.model.ranked(wanted, lambda row: row.adapter not in (None, TRUSTED))
+        included = trusted[:limit]
+        if len(included) >= limit:
+            refused = [item for item in refused if item[0] > included[-1][0]]
+        [receipt] = list(self.store.event_log.read(after=self.model.head))
+        self.model.head += 1
+        assert isinstance(receipt.payload, RecallRecorded)
+        assert tuple(entry_id for _, entry_id, _ in included) == receipt.payload.included
+        assert [(entry_id, "untrusted_adapter") for _, entry_id, _ in refused[:200]] == [
+            (e.position, e.reason) for e in receipt.payload.excluded
+        ]
+        assert (text == "") == (not included)
+        for _, _, row in included:
+            assert row.content in text
+
+    @rule(adapter=st.sampled_from([None, "gemini-cli"]))
+    def reopen(self, adapter: str | None) -> None:
+        self.store.close()
+        self.handle_adapter = adapter
+        self.store = self._open()
+        self.kbs = self._facades()
+
+    @rule()
+    def rebuild_equals_inline(self) -> None:
+        assert_read_model_is_the_log_refolded(self.store)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    @rule(
+        type=st.sampled_from([None, *TYPES, "cross_task"]),
+        tags=st.one_of(st.none(), tag_lists),
+        limit=limits,
+        allow=allow_lists,
+    )
+    def query(
+        self,
+        type: str | None,
+        tags: list[str] | None,
+        limit: int,
+        allow: list[str] | None,
+    ) -> None:
+        expected = [
+            self.model.entry(entry_id, row)
+            for entry_id, row in self.model.visible()
+            if (type is None or row.type == type)
+            and (not tags or set(row.tags) & set(tags))
+            and (allow is None or row.adapter in allow)
+        ][:limit]
+        actual = self.store.query(type, tags, limit, read_only_from_adapters=allow)
+        assert expected == actual
+        if allow is None:
+            assert expected == self.store.list(type, tags, limit)
+
+    @rule(tags=tag_lists, limit=limits, allow=allow_lists)
+    def get_relevant(self, tags: list[str], limit: int, allow: list[str] | None) -> None:
+        ranked = self.model.ranked(tuple(dict.fromkeys(tags)), allowed_by(allow))
+        expected = [self.model.entry(entry_id, row) for _, entry_id, row in ranked][:limit]
+        if allow == []:
+            expected = []
+        assert expected == self.store.get_relevant(tags, limit, read_only_from_adapters=allow)
+
+    @rule(
+        run=st.integers(0, len(RUNS) - 1),
+        scope=st.sampled_from(["run", "project"]),
+        tag=st.sampled_from(FACT_TAGS),
+        allow=allow_lists,
+    )
+    def subscribe(self, run: int, scope: str, tag: str, allow: list[str] | None) -> None:
+        run_key = RUNS[run] if scope == "run" else ""
+        expected = []
+        for identity, versions in self.model.facts.items():
+            if identity[:3] != (scope, run_key, tag):
+                continue
+            chosen = [v for v in versions if allow is None or v.adapter in allow]
+            if chosen:
+                expected.append(fact(identity, chosen[-1]))
+        expected.sort(key=lambda f: f.position, reverse=True)
+        actual = list(self.kbs[run].subscribe(tag, scope=scope, read_only_from_adapters=allow))
+        assert expected == actual
+
+    @rule(
+        run=st.integers(0, len(RUNS) - 1),
+        scope=st.sampled_from(["run", "project"]),
+        tag=st.sampled_from(FACT_TAGS),
+        key=st.sampled_from(KEYS),
+    )
+    def history(self, run: int, scope: str, tag: str, key: str) -> None:
+        identity = (scope, RUNS[run] if scope == "run" else "", tag, key)
+        expected = [fact(identity, v) for v in self.model.facts.get(identity, [])]
+        assert expected == self.kbs[run].history(tag, key, scope=scope)
+
+    @invariant()
+    def head_is_the_models(self) -> None:
+        StoreMachine.steps += 1
+        assert self.model.head == self.store.event_log.head().position
+
+
+def test_store_behaves_like_its_plain_python_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random sequences of adds, batches (some with a bad row), removes, publishes, decays,
+    prunes, recalls, reopens and rebuild checks: every read and every receipt equals the
+    model's answer, the head is always the model's, and whenever checked the read model
+    equals a refold of the log."""
+    for name in TRUST_ENV:
+        monkeypatch.delenv(name, raising=False)
+    StoreMachine.examples = StoreMachine.steps = 0
+    run_state_machine_as_test(
+        StoreMachine,
+        settings=settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=STEPS,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
+    print(f"model test: {StoreMachine.examples} examples, {StoreMachine.steps} checked states")
+    assert StoreMachine.examples >= EXAMPLES
