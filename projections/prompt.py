@@ -1,7 +1,10 @@
 """The one path where memory reaches a live prompt: policy enforced, every build receipted.
 
 Each included entry is rendered inside a fence longer than any run of `~` in the section's
-contents, so no remembered text can close its own block and pose as instructions. Every call
+contents, so no remembered text can close its own block and pose as instructions.
+Characters a reader cannot see (control characters other than newline and tab, zero-width
+and bidi formatting characters, Unicode tag characters) are rendered as visible `\\u{XXXX}`
+escapes, so text cannot be smuggled past a human reviewing the prompt. Every call
 appends a `recall_recorded` receipt: the positions that went in, those kept out and why, the
 policy, the log head read at, and the hash of the rendered text.
 """
@@ -34,6 +37,10 @@ UNTAGGED_NOT_TRUSTED = "untagged_not_trusted"
 QUARANTINED = "quarantined"
 
 _TILDES = re.compile(r"~+")
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
 
 
 def load_persistent_memory(
@@ -109,21 +116,30 @@ def _reason(candidate: Candidate) -> str:
     return UNTRUSTED_ADAPTER
 
 
+def visible(text: str) -> str:
+    """`text` with every invisible or control character (but newline and tab) escaped."""
+    return _HIDDEN.sub(lambda match: f"\\u{{{ord(match.group()):04X}}}", text)
+
+
 def render(entries: Sequence[MemoryEntry]) -> str:
-    """The prompt section for `entries` ('' for none), each in a fence it cannot close."""
+    """The prompt section for `entries` ('' for none), each in a fence it cannot close.
+
+    The source is `adapter:<name>`, or `operator` for an entry written under no adapter.
+    """
     if not entries:
         return ""
-    longest = max((len(run) for e in entries for run in _TILDES.findall(e.content)), default=0)
+    contents = [visible(entry.content) for entry in entries]
+    longest = max((len(run) for text in contents for run in _TILDES.findall(text)), default=0)
     fence = "~" * max(4, longest + 1)
     blocks = [HEADER, "", PREAMBLE]
-    for entry in entries:
-        source = entry.source_adapter or "operator"
+    for entry, content in zip(entries, contents, strict=True):
+        source = f"adapter:{entry.source_adapter}" if entry.source_adapter else "operator"
         producer = entry.task_id or "unknown"
         blocks += [
             "",
             f"{fence} memory position={entry.position} type={entry.type} "
-            f"source={source} producer={producer}",
-            entry.content,
+            f"source={visible(source)} producer={visible(producer)}",
+            content,
             fence,
         ]
     return "\n".join(blocks) + "\n"

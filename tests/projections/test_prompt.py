@@ -164,7 +164,7 @@ def test_rendering_delimits_entries_with_provenance(store: SQLiteMemoryStore) ->
     text = load_persistent_memory(store, ["api"], trust_policy=policy)
     assert text.startswith("## Persistent Memory\n")
     assert (
-        "~~~~ memory position=1 type=cross_task source=claude-code producer=researcher-1\n"
+        "~~~~ memory position=1 type=cross_task source=adapter:claude-code producer=researcher-1\n"
         "{name: str}\n~~~~\n" in text
     )
     assert (
@@ -181,6 +181,25 @@ def test_content_cannot_close_its_own_fence(store: SQLiteMemoryStore) -> None:
     assert f"{fence} memory position=1" in text
     assert text.rstrip("\n").endswith(fence)
     assert render([]) == ""
+
+
+def test_invisible_characters_are_rendered_visible(store: SQLiteMemoryStore) -> None:
+    """Tag characters, bidi overrides, zero-width and control characters become escapes."""
+    smuggled = "ok\U000e0049\U000e0047\u202e\u200b\x1b[2J\tend"
+    store.add("learning", smuggled, ["t"])
+    text = load_persistent_memory(store, ["t"])
+    assert "ok\\u{E0049}\\u{E0047}\\u{202E}\\u{200B}\\u{001B}[2J\tend" in text
+    assert not any(ch in text for ch in "\U000e0049\u202e\u200b\x1b")
+
+
+def test_an_adapter_named_operator_is_not_mistaken_for_untagged(store: SQLiteMemoryStore) -> None:
+    """Untagged entries show `source=operator`; an adapter called operator shows its prefix."""
+    store.add("learning", "untagged", ["t"])
+    store.add("learning", "tagged", ["t"], source_adapter="operator")
+    policy = MemoryTrustPolicy(trusted_adapters=frozenset({"operator"}))
+    text = load_persistent_memory(store, ["t"], trust_policy=policy)
+    assert "position=1 type=learning source=operator producer" in text
+    assert "position=2 type=learning source=adapter:operator producer" in text
 
 
 def test_bad_arguments_write_no_receipt(seeded: SQLiteMemoryStore) -> None:

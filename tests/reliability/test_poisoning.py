@@ -13,6 +13,7 @@ import pytest
 
 from eventlog import RecallRecorded
 from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
+from projections.prompt import visible
 from tests.reliability.support import TRUST_ENV
 
 ATTACKER = "evil-adapter"
@@ -286,7 +287,7 @@ def test_poison_overwriting_a_trusted_fact_does_not_reach_the_prompt(
 def _assert_fenced_and_attributed(text: str, positions: list[int]) -> None:
     blocks = fenced_blocks(text)
     for position, payload in zip(positions, PAYLOADS.values(), strict=True):
-        assert (ATTACKER, payload) == blocks[position]
+        assert (f"adapter:{ATTACKER}", visible(payload)) == blocks[position]
 
 
 def test_explicitly_trusted_adapter_lets_poison_in_as_fenced_attributed_data(
