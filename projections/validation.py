@@ -52,9 +52,10 @@ def check_tags(value: object, *, name: str = "tags") -> tuple[str, ...]:
     if value is None:
         return ()
     items = _sequence(value, name, "tag")
-    if len(items) > MAX_TAGS:
-        raise InvalidInputError(f"{name} has {len(items)} tags; the limit is {MAX_TAGS}")
-    return tuple(dict.fromkeys(check_tag(tag, name=f"{name}[{i}]") for i, tag in enumerate(items)))
+    tags = tuple(dict.fromkeys(check_tag(tag, name=f"{name}[{i}]") for i, tag in enumerate(items)))
+    if len(tags) > MAX_TAGS:
+        raise InvalidInputError(f"{name} has {len(tags)} distinct tags; the limit is {MAX_TAGS}")
+    return tags
 
 
 def check_scope(value: object) -> str:

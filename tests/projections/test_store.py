@@ -120,6 +120,15 @@ def test_bad_tags_are_refused_on_write_and_read(
     assert [] == store.list()
 
 
+def test_tag_limit_counts_distinct_tags(store: SQLiteMemoryStore) -> None:
+    """Up to 64 distinct tags are accepted; repeats do not count; 65 distinct ones are refused."""
+    store.add("learning", "repeats", ["same"] * 100)
+    store.add("learning", "many", [f"t{i}" for i in range(64)])
+    with pytest.raises(InvalidInputError, match="65 distinct tags"):
+        store.add("learning", "too many", [f"t{i}" for i in range(65)])
+    assert [["same"], 64] == [store.list()[1].tags, len(store.list()[0].tags)]
+
+
 def test_allow_list_none_reads_every_row(store: SQLiteMemoryStore) -> None:
     """read_only_from_adapters=None returns every row, untagged ones included."""
     store.add("learning", "untagged")
