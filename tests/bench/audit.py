@@ -1,0 +1,169 @@
+"""Audit over a large log: verify, rebuild and inclusion proofs, against a raw table scan.
+
+`replay` is being written; a metric whose module does not import yet is reported as
+"not available yet". `eventlog.verify_chain`, the primitive verify is built on, is always
+measured, so the speed of the log walk itself is known before `replay.audit` lands.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import statistics
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+
+from eventlog import open_log, verify_chain
+from tests.bench import raw
+from tests.bench.context import Context
+from tests.bench.results import Result, Target, unavailable
+from tests.bench.sampling import Paired, latencies_ms, paired, spread
+
+SCAN = "SELECT position, event_id, body, chain_hash FROM fl_events ORDER BY position"
+SCAN_NAME = "plain sqlite3 full table scan of the same log table (rows/s)"
+VERIFY_RATE = Target("ours>=", 300_000, ">= 300,000 ev/s")
+REBUILD_RATE = Target("ours>=", 150_000, ">= 150,000 ev/s")
+PROOF_P50 = Target("ours<=", 1.0, "p50 <= 1 ms")
+
+
+def optional(module: str) -> ModuleType | str:
+    """The module, or a note saying why it cannot be used yet."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        return f"not available yet: {module} does not import ({exc})"
+
+
+def audit(ctx: Context) -> list[Result]:
+    """verify_chain, verify, rebuild and inclusion proofs over the large log."""
+    events = ctx.scale.large_log
+    path = ctx.log_of(events)
+    log = open_log(path, read_only=True)
+    try:
+        pragmas = raw.pragmas_of(log)
+    finally:
+        log.close()
+    conn = raw.connect(path, pragmas, read_only=True)
+    try:
+
+        def scan() -> float:
+            start = time.perf_counter()
+            rows = raw.scan(conn, SCAN)
+            return rows / (time.perf_counter() - start)
+
+        scan()
+        where = f"{events:,} events ({ctx.builds[f'log-{events}']['method']})"
+        return [
+            _rate(
+                "verify_chain.events_per_s",
+                ctx,
+                scan,
+                lambda: _walk(path),
+                VERIFY_RATE,
+                where + "; eventlog.verify_chain over open_log(read_only=True), the "
+                "primitive replay.audit.verify builds on",
+            ),
+            _verify(ctx, scan, path, where),
+            _rebuild(ctx, scan, path, where),
+            _proofs(ctx, path, events, where),
+        ]
+    finally:
+        conn.close()
+
+
+def _rate(
+    metric: str,
+    ctx: Context,
+    scan: Callable[[], float],
+    ours: Callable[[], float],
+    target: Target,
+    note: str,
+) -> Result:
+    runs: Paired = paired(ctx.scale.audit_rounds, scan, ours)
+    base, mine, ratio = runs.summary()
+    return Result(
+        metric,
+        mine,
+        "ev/s",
+        baseline=base,
+        baseline_name=SCAN_NAME,
+        target=target,
+        ratio=ratio,
+        note=note,
+        extra=runs.samples(),
+    ).judge()
+
+
+def _walk(path: Path) -> float:
+    log = open_log(path, read_only=True)
+    try:
+        start = time.perf_counter()
+        report = verify_chain(log, log.genesis)
+        seconds = time.perf_counter() - start
+    finally:
+        log.close()
+    if not report.ok:
+        raise RuntimeError(f"verify_chain failed on an untouched log: {report.reason}")
+    return report.checked / seconds
+
+
+def _verify(ctx: Context, scan: Callable[[], float], path: Path, where: str) -> Result:
+    module = optional("replay.audit")
+    if isinstance(module, str):
+        return unavailable("verify.events_per_s", "ev/s", VERIFY_RATE, module)
+
+    def run() -> float:
+        start = time.perf_counter()
+        report = module.verify(path)
+        seconds = time.perf_counter() - start
+        if not report.ok:
+            raise RuntimeError(f"verify failed on an untouched log: {report.reason}")
+        return int(report.checked) / seconds
+
+    return _rate("verify.events_per_s", ctx, scan, run, VERIFY_RATE, where + "; replay.verify")
+
+
+def _rebuild(ctx: Context, scan: Callable[[], float], path: Path, where: str) -> Result:
+    module = optional("replay.rebuild")
+    if isinstance(module, str):
+        return unavailable("rebuild.events_per_s", "ev/s", REBUILD_RATE, module)
+
+    def run() -> float:
+        start = time.perf_counter()
+        report = module.rebuild(path, swap=False)
+        seconds = time.perf_counter() - start
+        if not report.matches:
+            raise RuntimeError("rebuild does not match the live read model on an untouched log")
+        return int(report.events) / seconds
+
+    return _rate(
+        "rebuild.events_per_s", ctx, scan, run, REBUILD_RATE, where + "; rebuild(swap=False)"
+    )
+
+
+def _proofs(ctx: Context, path: Path, events: int, where: str) -> Result:
+    checkpoints = optional("replay.checkpoints")
+    proofs = optional("replay.proofs")
+    for module in (checkpoints, proofs):
+        if isinstance(module, str):
+            return unavailable("inclusion_proof.p50", "ms", PROOF_P50, module)
+    assert not isinstance(checkpoints, str) and not isinstance(proofs, str)
+    start = time.perf_counter()
+    checkpoint = checkpoints.checkpoint(path)
+    checkpoint_s = time.perf_counter() - start
+    rng = random.Random(11)
+    positions = [rng.randint(1, events) for _ in range(ctx.scale.proofs)]
+    samples: list[float] = []
+    for position in positions:
+        samples += latencies_ms(1, partial(proofs.prove_inclusion, path, position, checkpoint))
+    return Result(
+        "inclusion_proof.p50",
+        statistics.median(samples),
+        "ms",
+        target=PROOF_P50,
+        note=f"{where}; {len(positions)} random positions",
+        extra={**spread(samples), "checkpoint_seconds": round(checkpoint_s, 3)},
+    ).judge()
