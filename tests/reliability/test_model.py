@@ -19,6 +19,7 @@ from hypothesis.stateful import (
 )
 
 from eventlog import InvalidInputError, RecallRecorded, content_hash
+from projections.prompt import visible
 from projections import (
     CrossTaskKB,
     Fact,
@@ -329,7 +330,7 @@ class StoreMachine(RuleBasedStateMachine):
         ]
         assert (text == "") == (not included)
         for _, _, row in included:
-            assert row.content in text
+            assert visible(row.content) in text
 
     @rule(adapter=st.sampled_from([None, "gemini-cli"]))
     def reopen(self, adapter: str | None) -> None:

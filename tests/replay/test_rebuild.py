@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 import sqlite3
 from collections.abc import Callable
@@ -26,9 +27,10 @@ from projections import CrossTaskKB, SQLiteMemoryStore, load_persistent_memory
 from projections import tables as tables_module
 from projections.scratch import ScratchDatabase
 from projections.tables import table_digest, table_rows
-from replay import rebuild as rebuild_module
 from replay.rebuild import RebuildReport, rebuild
 from replay.render import to_json, to_text
+
+rebuild_module = importlib.import_module("replay.rebuild")  # the package exports the function
 
 StoreFactory = Callable[..., SQLiteMemoryStore]
 TABLES = (

@@ -1,0 +1,230 @@
+"""Inclusion and consistency proofs against checkpoints (RFC 6962/9162), and their checks.
+
+Proving reads the log and its Merkle index (see `replay.merkle_index`) and refuses a
+checkpoint the log no longer matches. Checking needs no log at all: only the proof, the
+checkpoint(s) and, for inclusion, the event or its leaf hash. A check fails closed: a
+malformed or tampered proof gives False; only arguments of the wrong type raise.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import re
+
+import msgspec
+
+from eventlog import Envelope, InvalidInputError, InvalidTypeError, StoredRow
+from eventlog.chain import HASH_SIZE, genesis, leaf_hash
+from eventlog.checks import check_position
+from eventlog.codec import encode_envelope
+from replay.checkpoints import Checkpoint
+from replay.merkle import (
+    EMPTY_ROOT,
+    consistency_spans,
+    inclusion_spans,
+    root_from_inclusion,
+    roots_from_consistency,
+)
+from replay.merkle_index import MerkleIndex, open_index
+
+MAX_PATH = 64
+"""No tree of 2**63 leaves or fewer needs a longer path."""
+
+_HEX = re.compile(r"[0-9a-fA-F]{64}")
+
+
+class InclusionProof(msgspec.Struct, frozen=True, kw_only=True):
+    """That the event at `position` is leaf `position - 1` of the tree a checkpoint names."""
+
+    log_id: str
+    position: int
+    size: int
+    """The size of the checkpoint this proof is for."""
+    leaf_hash: str
+    """Hex leaf hash of the event proven (BLAKE3(0x00 || stored bytes))."""
+    path: tuple[str, ...]
+    """Hex sibling hashes, from the leaf up (RFC 6962 PATH)."""
+
+
+class ConsistencyProof(msgspec.Struct, frozen=True, kw_only=True):
+    """That the tree of `old_size` leaves is a prefix of the tree of `new_size` leaves."""
+
+    log_id: str
+    old_size: int
+    new_size: int
+    path: tuple[str, ...]
+    """Hex subtree hashes (RFC 6962 PROOF)."""
+
+
+def prove_inclusion(
+    db_path: str | os.PathLike[str], position: int, checkpoint: Checkpoint
+) -> InclusionProof:
+    """Prove that the event at `position` is in the log as `checkpoint` describes it."""
+    check_position("position", position, minimum=1)
+    _check_checkpoint("checkpoint", checkpoint)
+    if position > checkpoint.size:
+        raise InvalidInputError(
+            f"position {position} is past the checkpoint, which covers {checkpoint.size} events"
+        )
+    size = checkpoint.size
+    spans = [(position - 1, position), *inclusion_spans(position - 1, size)]
+    with open_index(db_path, size=size, log_id=checkpoint.log_id) as index:
+        _require_chain(index, checkpoint)
+        leaf, *path = index.span_hashes(spans, size)
+    return InclusionProof(
+        log_id=checkpoint.log_id,
+        position=position,
+        size=size,
+        leaf_hash=leaf.hex(),
+        path=tuple(node.hex() for node in path),
+    )
+
+
+def verify_inclusion(
+    proof: InclusionProof,
+    event_leaf_hash_or_record: bytes | str | Envelope | StoredRow,
+    checkpoint: Checkpoint,
+) -> bool:
+    """Whether `proof` shows the event (an Envelope or StoredRow, or its leaf hash as bytes
+    or hex) at the proof's position in the tree `checkpoint` names."""
+    if not isinstance(proof, InclusionProof):
+        raise InvalidTypeError(f"proof must be an InclusionProof, not {type(proof).__name__}")
+    _check_checkpoint("checkpoint", checkpoint)
+    leaf = _leaf(event_leaf_hash_or_record, proof.position)
+    claimed = _hex(proof.leaf_hash)
+    path = _hashes(proof.path)
+    if leaf is None or claimed is None or path is None or not _is_count(proof.position):
+        return False
+    if proof.log_id != checkpoint.log_id or proof.size != checkpoint.size:
+        return False
+    if not hmac.compare_digest(claimed, leaf):
+        return False
+    root = root_from_inclusion(proof.position - 1, checkpoint.size, leaf, path)
+    return root is not None and hmac.compare_digest(root, checkpoint.root)
+
+
+def prove_consistency(
+    db_path: str | os.PathLike[str], old: Checkpoint, new: Checkpoint
+) -> ConsistencyProof:
+    """Prove that the log as `new` describes it extends the log as `old` described it."""
+    _check_checkpoint("old", old)
+    _check_checkpoint("new", new)
+    if old.log_id != new.log_id:
+        raise InvalidInputError(f"the checkpoints name two logs: {old.log_id} and {new.log_id}")
+    if old.size > new.size:
+        raise InvalidInputError(
+            f"the old checkpoint (size {old.size}) is larger than the new one (size {new.size})"
+        )
+    spans = consistency_spans(old.size, new.size) if 0 < old.size < new.size else []
+    with open_index(db_path, size=new.size, log_id=new.log_id) as index:
+        old_root, new_root, *path = index.span_hashes(
+            [(0, old.size), (0, new.size), *spans], new.size
+        )
+        for taken, root in ((old, old_root), (new, new_root)):
+            _require_chain(index, taken)
+            if not hmac.compare_digest(root, taken.root):
+                raise InvalidInputError(
+                    f"the Merkle root at size {taken.size} differs from the checkpoint's although "
+                    "its chain hash matches: the checkpoint was not taken from this log"
+                )
+    return ConsistencyProof(
+        log_id=new.log_id,
+        old_size=old.size,
+        new_size=new.size,
+        path=tuple(node.hex() for node in path),
+    )
+
+
+def verify_consistency(proof: ConsistencyProof, old: Checkpoint, new: Checkpoint) -> bool:
+    """Whether `proof` shows that the tree `new` names extends the tree `old` names."""
+    if not isinstance(proof, ConsistencyProof):
+        raise InvalidTypeError(f"proof must be a ConsistencyProof, not {type(proof).__name__}")
+    _check_checkpoint("old", old)
+    _check_checkpoint("new", new)
+    path = _hashes(proof.path)
+    if path is None or not proof.log_id == old.log_id == new.log_id:
+        return False
+    if (proof.old_size, proof.new_size) != (old.size, new.size) or old.size > new.size:
+        return False
+    if old.size == new.size:
+        return (
+            not path
+            and hmac.compare_digest(old.root, new.root)
+            and hmac.compare_digest(old.chain_hash, new.chain_hash)
+        )
+    if old.size == 0:
+        return (
+            not path
+            and hmac.compare_digest(old.root, EMPTY_ROOT)
+            and hmac.compare_digest(old.chain_hash, genesis(old.log_id).hex())
+        )
+    roots = roots_from_consistency(old.size, new.size, old.root, path)
+    return (
+        roots is not None
+        and hmac.compare_digest(roots[0], old.root)
+        and hmac.compare_digest(roots[1], new.root)
+    )
+
+
+def _require_chain(index: MerkleIndex, checkpoint: Checkpoint) -> None:
+    """Refuse to prove anything against a checkpoint whose chain hash the log no longer has.
+
+    The chain hash covers every leaf up to the checkpoint's size, so a rewrite changes it;
+    a checkpoint whose root is wrong for its chain hash gets proofs that do not verify.
+    """
+    size = checkpoint.size
+    chain_value = index.chain_at(size) or b""
+    if not hmac.compare_digest(chain_value.hex(), checkpoint.chain_hash):
+        raise InvalidInputError(
+            f"the log no longer matches the checkpoint of size {size} (a rewritten history, "
+            "or a checkpoint of another log); run verify with that checkpoint"
+        )
+
+
+def _leaf(value: object, position: object) -> bytes | None:
+    """The leaf hash `value` stands for, or None if it is malformed or for another position."""
+    if isinstance(value, bytes):
+        return value if len(value) == HASH_SIZE else None
+    if isinstance(value, str):
+        return _hex(value)
+    if isinstance(value, StoredRow):
+        if value.position != position or not isinstance(value.body, bytes):
+            return None
+        return leaf_hash(value.body)
+    if isinstance(value, Envelope):
+        if value.position != position:
+            return None
+        fields = {name: getattr(value, name) for name in Envelope.__struct_fields__}
+        try:
+            return leaf_hash(encode_envelope(Envelope(**fields)))
+        except (msgspec.EncodeError, TypeError, ValueError):
+            return None
+    raise InvalidTypeError(
+        "expected a leaf hash (bytes or hex str), a RecordedEvent or a StoredRow, not "
+        f"{type(value).__name__}"
+    )
+
+
+def _hashes(path: object) -> list[bytes] | None:
+    """The 32-byte hashes of a proof's hex path, or None if it is malformed."""
+    if not isinstance(path, (tuple, list)) or len(path) > MAX_PATH:
+        return None
+    hashes = [_hex(item) for item in path]
+    return None if None in hashes else [h for h in hashes if h is not None]
+
+
+def _hex(text: object) -> bytes | None:
+    """32 bytes from 64 hex digits, or None."""
+    if not isinstance(text, str) or not _HEX.fullmatch(text):
+        return None
+    return bytes.fromhex(text)
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _check_checkpoint(name: str, value: object) -> None:
+    if not isinstance(value, Checkpoint):
+        raise InvalidTypeError(f"{name} must be a Checkpoint, not {type(value).__name__}")

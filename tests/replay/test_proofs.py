@@ -1,0 +1,390 @@
+"""Inclusion and consistency proofs from a real log, checked offline, and proofs that must fail."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from eventlog import (
+    CorruptLogError,
+    InvalidInputError,
+    InvalidTypeError,
+    RecordedEvent,
+    StoredRow,
+    open_log,
+)
+from eventlog.chain import leaf_hash
+from replay import merkle_index
+from replay.checkpoints import Checkpoint, checkpoint
+from replay.proofs import (
+    ConsistencyProof,
+    InclusionProof,
+    prove_consistency,
+    prove_inclusion,
+    verify_consistency,
+    verify_inclusion,
+)
+from tests.eventlog.contract import fact, memory
+from tests.eventlog.test_tampering import _raw, rewrite_with_chain_recomputed
+from tests.replay.test_merkle import ref_path
+
+SIZES = (0, 1, 5, 16, 17, 37)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, Checkpoint]]:
+    """A log of 37 events and the checkpoints taken as it grew."""
+    path = tmp_path_factory.mktemp("proofs") / "log.db"
+    log = open_log(path)
+    taken: dict[int, Checkpoint] = {}
+    for size in SIZES:
+        log.append_many([memory(f"entry {i}") for i in range(log.head().position, size)])
+        taken[size] = checkpoint(path)
+    log.close()
+    return path, taken
+
+
+def stored(path: Path) -> list[StoredRow]:
+    log = open_log(path, read_only=True)
+    try:
+        return list(log.scan())
+    finally:
+        log.close()
+
+
+# -- inclusion ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [1, 5, 17, 37])
+def test_every_event_is_proven_in_every_checkpoint(
+    history: tuple[Path, dict[int, Checkpoint]], size: int
+) -> None:
+    """For each checkpoint, each event it covers has a proof that verifies offline, and the
+    path is the one the RFC reference computes."""
+    path, taken = history
+    rows = stored(path)
+    for position in range(1, size + 1):
+        proof = prove_inclusion(path, position, taken[size])
+        leaf = leaf_hash(rows[position - 1].body)
+        expected = [h.hex() for h in ref_path(position - 1, [r.body for r in rows[:size]])]
+        assert (leaf.hex(), expected) == (proof.leaf_hash, list(proof.path))
+        assert verify_inclusion(proof, leaf, taken[size])
+
+
+def test_event_can_be_given_as_hash_hex_record_or_row(
+    history: tuple[Path, dict[int, Checkpoint]],
+) -> None:
+    """The event may be its leaf hash (bytes or hex), its RecordedEvent or its StoredRow."""
+    path, taken = history
+    proof = prove_inclusion(path, 23, taken[37])
+    row = stored(path)[22]
+    log = open_log(path, read_only=True)
+    record = next(log.read(22, 1))
+    log.close()
+    forms: list[bytes | str | RecordedEvent | StoredRow] = [
+        leaf_hash(row.body),
+        leaf_hash(row.body).hex(),
+        record,
+        row,
+    ]
+    assert [True] * 4 == [verify_inclusion(proof, form, taken[37]) for form in forms]
+
+
+def test_proof_is_plain_data_that_round_trips_as_json(
+    history: tuple[Path, dict[int, Checkpoint]],
+) -> None:
+    """A proof sent as JSON and read back still verifies."""
+    path, taken = history
+    proof = prove_inclusion(path, 9, taken[17])
+    again = msgspec.json.decode(msgspec.json.encode(proof), type=InclusionProof)
+    assert verify_inclusion(again, again.leaf_hash, taken[17])
+
+
+def _flip(text: str) -> str:
+    return ("1" if text[0] == "0" else "0") + text[1:]
+
+
+INCLUSION_TAMPERS: dict[str, Callable[[InclusionProof], InclusionProof]] = {
+    "wrong position": lambda p: msgspec.structs.replace(p, position=p.position + 1),
+    "wrong size": lambda p: msgspec.structs.replace(p, size=p.size - 1),
+    "flipped bit": lambda p: msgspec.structs.replace(p, path=(_flip(p.path[0]), *p.path[1:])),
+    "truncated path": lambda p: msgspec.structs.replace(p, path=p.path[:-1]),
+    "extended path": lambda p: msgspec.structs.replace(p, path=(*p.path, p.path[-1])),
+    "swapped siblings": lambda p: msgspec.structs.replace(
+        p, path=(p.path[1], p.path[0], *p.path[2:])
+    ),
+    "other log": lambda p: msgspec.structs.replace(p, log_id="someone-else"),
+    "other leaf in proof": lambda p: msgspec.structs.replace(p, leaf_hash=_flip(p.leaf_hash)),
+    "malformed hex": lambda p: msgspec.structs.replace(p, path=("zz" * 32, *p.path[1:])),
+    "short hash": lambda p: msgspec.structs.replace(p, path=(p.path[0][:-2], *p.path[1:])),
+    "path not a tuple": lambda p: msgspec.structs.replace(p, path="".join(p.path)),
+    "position not an int": lambda p: msgspec.structs.replace(p, position=str(p.position)),
+    "position a bool": lambda p: msgspec.structs.replace(p, position=True),
+    "huge path": lambda p: msgspec.structs.replace(p, path=p.path * 20),
+}
+
+
+@pytest.mark.parametrize("tamper", INCLUSION_TAMPERS)
+def test_tampered_inclusion_proof_fails_closed(
+    history: tuple[Path, dict[int, Checkpoint]], tamper: str
+) -> None:
+    """A changed proof gives False, never an exception."""
+    path, taken = history
+    proof = prove_inclusion(path, 6, taken[37])
+    assert verify_inclusion(proof, proof.leaf_hash, taken[37])
+    changed = INCLUSION_TAMPERS[tamper](proof)
+    assert not verify_inclusion(changed, proof.leaf_hash, taken[37])
+
+
+def test_inclusion_proof_for_another_tree_fails(
+    history: tuple[Path, dict[int, Checkpoint]],
+) -> None:
+    """A proof against the checkpoint of 17 does not verify against the checkpoint of 37."""
+    path, taken = history
+    proof = prove_inclusion(path, 6, taken[17])
+    assert not verify_inclusion(proof, proof.leaf_hash, taken[37])
+    assert not verify_inclusion(msgspec.structs.replace(proof, size=37), proof.leaf_hash, taken[37])
+
+
+def test_inclusion_of_another_event_fails(history: tuple[Path, dict[int, Checkpoint]]) -> None:
+    """A proof for one event does not prove another, in any form."""
+    path, taken = history
+    proof = prove_inclusion(path, 6, taken[37])
+    other = stored(path)[7]
+    assert [False] * 4 == [
+        verify_inclusion(proof, leaf_hash(other.body), taken[37]),
+        verify_inclusion(proof, other, taken[37]),
+        verify_inclusion(proof, other._replace(position=6), taken[37]),
+        verify_inclusion(proof, b"short", taken[37]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ((0,), InvalidInputError),
+        ((38,), InvalidInputError),
+        ((True,), InvalidTypeError),
+        (("3",), InvalidTypeError),
+    ],
+)
+def test_prove_inclusion_refuses_bad_positions(
+    history: tuple[Path, dict[int, Checkpoint]], args: tuple[object], error: type[Exception]
+) -> None:
+    """A position must be an int from 1 to the checkpoint's size."""
+    path, taken = history
+    with pytest.raises(error):
+        prove_inclusion(path, args[0], taken[37])  # type: ignore[arg-type]
+
+
+def test_verify_inclusion_refuses_wrong_argument_types(
+    history: tuple[Path, dict[int, Checkpoint]],
+) -> None:
+    """Only arguments of the wrong type raise, with InvalidTypeError."""
+    path, taken = history
+    proof = prove_inclusion(path, 2, taken[5])
+    calls: list[Callable[[], bool]] = [
+        lambda: verify_inclusion("proof", proof.leaf_hash, taken[5]),  # type: ignore[arg-type]
+        lambda: verify_inclusion(proof, 42, taken[5]),  # type: ignore[arg-type]
+        lambda: verify_inclusion(proof, bytearray(32), taken[5]),  # type: ignore[arg-type]
+        lambda: verify_inclusion(proof, proof.leaf_hash, str(taken[5])),  # type: ignore[arg-type]
+    ]
+    for call in calls:
+        with pytest.raises(InvalidTypeError):
+            call()
+
+
+def test_prove_refuses_a_checkpoint_of_another_log(
+    tmp_path: Path, history: tuple[Path, dict[int, Checkpoint]]
+) -> None:
+    """Proving against another log's checkpoint is refused, naming both logs."""
+    _, taken = history
+    other = tmp_path / "other.db"
+    log = open_log(other)
+    log.append_many([memory(f"x{i}") for i in range(40)])
+    log.close()
+    with pytest.raises(InvalidInputError, match=taken[37].log_id):
+        prove_inclusion(other, 1, taken[37])
+
+
+def test_prove_refuses_a_checkpoint_larger_than_the_log(tmp_path: Path) -> None:
+    """A checkpoint covering more events than the log holds means a cut-off tail."""
+    path = tmp_path / "log.db"
+    log = open_log(path)
+    log.append_many([memory(f"x{i}") for i in range(3)])
+    log.close()
+    taken = checkpoint(path)
+    bigger = msgspec.structs.replace(taken, size=4)
+    with pytest.raises(InvalidInputError, match="fewer than"):
+        prove_inclusion(path, 1, bigger)
+
+
+def test_prove_refuses_a_rewritten_log(tmp_path: Path) -> None:
+    """After a history rewrite with the chain recomputed, old checkpoints get no proofs."""
+    path = tmp_path / "log.db"
+    log = open_log(path)
+    log.append_many([fact(f"k{i}", f"v{i}") for i in range(20)])
+    log.close()
+    before = checkpoint(path)
+    rewrite_with_chain_recomputed(_raw(path))
+    with pytest.raises(InvalidInputError, match="no longer matches"):
+        prove_inclusion(path, 1, before)
+
+
+def test_proof_against_a_forged_root_does_not_verify(
+    history: tuple[Path, dict[int, Checkpoint]],
+) -> None:
+    """A checkpoint with the right chain hash but another root gets proofs that fail; proving
+    consistency with it is refused."""
+    path, taken = history
+    forged = msgspec.structs.replace(taken[17], root=taken[16].root)
+    proof = prove_inclusion(path, 3, forged)
+    assert not verify_inclusion(proof, proof.leaf_hash, forged)
+    with pytest.raises(InvalidInputError, match="not taken from this log"):
+        prove_consistency(path, taken[5], forged)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE fl_events SET body = CAST(body || x'20' AS BLOB) WHERE position = 3",
+        "DELETE FROM fl_events WHERE position = 3",
+        "DELETE FROM fl_events WHERE position = 18",
+    ],
+    ids=["row edited in an indexed tile", "row deleted in an indexed tile", "row deleted after"],
+)
+def test_prove_notices_rows_changed_after_indexing(tmp_path: Path, statement: str) -> None:
+    """A row changed or deleted after the index was built makes proving fail loudly."""
+    path = tmp_path / "log.db"
+    log = open_log(path)
+    log.append_many([memory(f"x{i}") for i in range(20)])
+    log.close()
+    taken = checkpoint(path)
+    conn = _raw(path)
+    conn.execute(statement)
+    conn.close()
+    with pytest.raises(CorruptLogError, match="run verify"):
+        prove_inclusion(path, 4 if "position = 3" in statement else 19, taken)
+
+
+def test_proofs_from_a_read_only_file_are_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, history: tuple[Path, dict[int, Checkpoint]]
+) -> None:
+    """With a scratch index (the file not writable) the proofs are identical."""
+    path, taken = history
+    copy = tmp_path / "copy.db"
+    source = sqlite3.connect(path)
+    target = sqlite3.connect(copy)
+    source.backup(target)
+    source.close()
+    target.execute("DROP TABLE fl_merkle_node")
+    target.execute("DROP TABLE fl_merkle_index")
+    target.commit()
+    target.close()
+    monkeypatch.setattr(merkle_index, "_writable", lambda _: False)
+    assert prove_inclusion(path, 30, taken[37]) == prove_inclusion(copy, 30, taken[37])
+    assert prove_consistency(path, taken[5], taken[37]) == prove_consistency(
+        copy, taken[5], taken[37]
+    )
+
+
+# -- consistency ----------------------------------------------------------------------------
+
+
+def test_every_pair_of_checkpoints_is_consistent(
+    history: tuple[Path, dict[int, Checkpoint]],
+) -> None:
+    """Each checkpoint is proven a prefix of each later one, and the proof checks offline."""
+    path, taken = history
+    for old in SIZES:
+        for new in SIZES:
+            if old <= new:
+                proof = prove_consistency(path, taken[old], taken[new])
+                assert verify_consistency(proof, taken[old], taken[new]), (old, new)
+
+
+CONSISTENCY_TAMPERS: dict[str, Callable[[ConsistencyProof], ConsistencyProof]] = {
+    "flipped bit": lambda p: msgspec.structs.replace(p, path=(_flip(p.path[0]), *p.path[1:])),
+    "truncated path": lambda p: msgspec.structs.replace(p, path=p.path[:-1]),
+    "extended path": lambda p: msgspec.structs.replace(p, path=(*p.path, p.path[-1])),
+    "swapped nodes": lambda p: msgspec.structs.replace(p, path=(p.path[1], p.path[0], *p.path[2:])),
+    "wrong old size": lambda p: msgspec.structs.replace(p, old_size=p.old_size + 1),
+    "wrong new size": lambda p: msgspec.structs.replace(p, new_size=p.new_size - 1),
+    "other log": lambda p: msgspec.structs.replace(p, log_id="someone-else"),
+    "malformed hex": lambda p: msgspec.structs.replace(p, path=("xy" * 32, *p.path[1:])),
+    "path not a tuple": lambda p: msgspec.structs.replace(p, path=None),
+}
+
+
+@pytest.mark.parametrize("tamper", CONSISTENCY_TAMPERS)
+def test_tampered_consistency_proof_fails_closed(
+    history: tuple[Path, dict[int, Checkpoint]], tamper: str
+) -> None:
+    """A changed consistency proof gives False, never an exception."""
+    path, taken = history
+    proof = prove_consistency(path, taken[5], taken[37])
+    assert len(proof.path) >= 2
+    changed = CONSISTENCY_TAMPERS[tamper](proof)
+    assert not verify_consistency(changed, taken[5], taken[37])
+
+
+def test_consistency_proof_for_other_checkpoints_fails(
+    history: tuple[Path, dict[int, Checkpoint]],
+) -> None:
+    """A proof between two checkpoints proves nothing about other pairs, or the reverse."""
+    path, taken = history
+    proof = prove_consistency(path, taken[5], taken[17])
+    assert [False] * 3 == [
+        verify_consistency(proof, taken[5], taken[37]),
+        verify_consistency(proof, taken[1], taken[17]),
+        verify_consistency(proof, taken[17], taken[5]),
+    ]
+
+
+def test_equal_and_empty_checkpoints_need_an_empty_proof(
+    history: tuple[Path, dict[int, Checkpoint]],
+) -> None:
+    """Same size: empty path and identical checkpoints. From size 0: empty path, and the old
+    checkpoint must really be the empty tree at the genesis."""
+    path, taken = history
+    same = prove_consistency(path, taken[17], taken[17])
+    from_empty = prove_consistency(path, taken[0], taken[17])
+    forged_empty = msgspec.structs.replace(taken[0], root=taken[1].root)
+    padded = msgspec.structs.replace(same, path=(taken[17].root.hex(),))
+    assert (True, True) == (
+        verify_consistency(same, taken[17], taken[17]),
+        verify_consistency(from_empty, taken[0], taken[17]),
+    )
+    assert (False, False) == (
+        verify_consistency(padded, taken[17], taken[17]),
+        verify_consistency(from_empty, forged_empty, taken[17]),
+    )
+
+
+def test_prove_consistency_refuses_bad_checkpoints(
+    history: tuple[Path, dict[int, Checkpoint]],
+) -> None:
+    """Old after new, two logs, or a non-checkpoint are refused with clear errors."""
+    path, taken = history
+    with pytest.raises(InvalidInputError, match="larger"):
+        prove_consistency(path, taken[37], taken[5])
+    with pytest.raises(InvalidInputError, match="two logs"):
+        prove_consistency(path, msgspec.structs.replace(taken[5], log_id="x"), taken[37])
+    with pytest.raises(InvalidTypeError):
+        prove_consistency(path, 5, taken[37])  # type: ignore[arg-type]
+
+
+def test_verify_consistency_refuses_wrong_argument_types(
+    history: tuple[Path, dict[int, Checkpoint]],
+) -> None:
+    """Only arguments of the wrong type raise."""
+    path, taken = history
+    proof = prove_consistency(path, taken[5], taken[37])
+    with pytest.raises(InvalidTypeError):
+        verify_consistency("proof", taken[5], taken[37])  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeError):
+        verify_consistency(proof, taken[5], None)  # type: ignore[arg-type]
