@@ -516,8 +516,18 @@ def _chunked(fetch: Callable[[int], list[Row]], after: int, last: int) -> Iterat
         if not rows:
             return
         for position, event_id, body, chain_value in rows:
-            yield StoredRow(position, event_id, bytes(body), bytes(chain_value))
+            yield StoredRow(position, event_id, _stored_bytes(body), _stored_bytes(chain_value))
         after = rows[-1][0]
+
+
+def _stored_bytes(value: object) -> bytes:
+    """A stored value as bytes, whatever storage class an edit left it in: verification must
+    report a row changed behind the log's back, never crash on it."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return str(value).encode("utf-8")
 
 
 def _read_back(body: bytes, position: int, chain_value: bytes) -> RecordedEvent:

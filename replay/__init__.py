@@ -3,4 +3,83 @@ history, forensics, and the `factledger` command line."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from replay.audit import AuditProblem, AuditReport, CheckpointSummary, verify
+from replay.checkpoints import Checkpoint, checkpoint, generate_key, load_key
+from replay.forensics import (
+    BlastRadius,
+    Exposure,
+    LiveEntry,
+    LiveFact,
+    Replacement,
+    SuspectEvent,
+    blast_radius,
+)
+from replay.history import (
+    Blame,
+    BlameLine,
+    FactChange,
+    FactDiff,
+    FactHistory,
+    FactVersion,
+    blame,
+    diff,
+    history,
+)
+from replay.proofs import (
+    ConsistencyProof,
+    InclusionProof,
+    prove_consistency,
+    prove_inclusion,
+    verify_consistency,
+    verify_inclusion,
+)
+from replay.quarantine import quarantine, release
+from replay.rebuild import RebuildReport, TableComparison, rebuild
+from replay.render import to_json, to_text
+from replay.timetravel import as_of
+from replay.transfer import ExportHeader, ImportReport, export_log, import_legacy
+
+__all__ = [
+    "AuditProblem",
+    "AuditReport",
+    "Blame",
+    "BlameLine",
+    "BlastRadius",
+    "Checkpoint",
+    "CheckpointSummary",
+    "ConsistencyProof",
+    "ExportHeader",
+    "Exposure",
+    "FactChange",
+    "FactDiff",
+    "FactHistory",
+    "FactVersion",
+    "ImportReport",
+    "InclusionProof",
+    "LiveEntry",
+    "LiveFact",
+    "RebuildReport",
+    "Replacement",
+    "SuspectEvent",
+    "TableComparison",
+    "as_of",
+    "blame",
+    "blast_radius",
+    "checkpoint",
+    "diff",
+    "export_log",
+    "generate_key",
+    "history",
+    "import_legacy",
+    "load_key",
+    "prove_consistency",
+    "prove_inclusion",
+    "quarantine",
+    "rebuild",
+    "release",
+    "to_json",
+    "to_text",
+    "verify",
+    "verify_consistency",
+    "verify_inclusion",
+]

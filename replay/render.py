@@ -10,7 +10,9 @@ from typing import Any
 import msgspec
 
 MAX_CELL = 48
-TIME_FIELDS_NS = frozenset(("ts_ns", "created_ns"))
+MAX_LINE = 400
+"""Longest value shown on a `name: value` line (a table cell gets MAX_CELL)."""
+TIME_FIELDS_NS = frozenset(("ts_ns", "created_ns", "by_ts_ns"))
 TIME_FIELDS_S = frozenset(("created_at",))
 
 
@@ -40,7 +42,7 @@ def _struct_text(struct: msgspec.Struct) -> str:
         elif isinstance(field, msgspec.Struct):
             sections.append(f"\n{name}:\n" + _indent(_struct_text(field)))
         else:
-            scalars.append((name, cell(field, name)))
+            scalars.append((name, cell(field, name, width=MAX_LINE)))
     width = max((len(name) for name, _ in scalars), default=0)
     lines = [f"{name.ljust(width)}  {text}" for name, text in scalars]
     return "\n".join(lines) + "".join(sections)
@@ -61,7 +63,7 @@ def table(rows: Sequence[Any], columns: Sequence[str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def cell(value: Any, name: str = "") -> str:
+def cell(value: Any, name: str = "", *, width: int = MAX_CELL) -> str:
     """One value for display: times in local ISO time, long text truncated to one line."""
     if value is None:
         return "-"
@@ -80,7 +82,7 @@ def cell(value: Any, name: str = "") -> str:
     else:
         text = str(value)
     text = _CONTROL.sub(_escape, text)
-    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")

@@ -80,6 +80,10 @@ def garble_row(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE fl_events SET body = x'7b7b7b' WHERE position = 3")
 
 
+def rewrite_as_text(conn: sqlite3.Connection) -> None:
+    conn.execute("UPDATE fl_events SET body = replace(body, 'v2', 'v9') WHERE position = 3")
+
+
 def edit_chain_value(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE fl_events SET chain_hash = zeroblob(32) WHERE position = 3")
 
@@ -107,6 +111,7 @@ CASES = [
     (delete_row, False, 3, Problem.ROW_MISSING),
     (swap_rows, False, 2, Problem.ROWS_REORDERED),
     (garble_row, False, 3, Problem.UNDECODABLE),
+    (rewrite_as_text, False, 3, Problem.CONTENT_MISMATCH),
     (edit_chain_value, False, 3, Problem.CHAIN_BROKEN),
     (rewrite_with_chain_recomputed, True, None, None),
     (cut_tail, True, None, None),

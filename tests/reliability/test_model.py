@@ -19,7 +19,6 @@ from hypothesis.stateful import (
 )
 
 from eventlog import InvalidInputError, RecallRecorded, content_hash
-from projections.prompt import visible
 from projections import (
     CrossTaskKB,
     Fact,
@@ -28,6 +27,7 @@ from projections import (
     SQLiteMemoryStore,
     load_persistent_memory,
 )
+from projections.prompt import visible
 from tests.reliability.support import TRUST_ENV, assert_read_model_is_the_log_refolded
 
 TS_NS = 1_764_374_400_000_000_000

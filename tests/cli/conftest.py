@@ -1,0 +1,58 @@
+"""Running the `factledger` command in-process, with a clean environment."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+import structlog
+
+from replay.cli import main
+
+ENV = (
+    "FACTLEDGER_DB",
+    "FACTLEDGER_TASK_ID",
+    "FACTLEDGER_RUN_ID",
+    "FACTLEDGER_ADAPTER",
+    "BERNSTEIN_TASK_ID",
+    "BERNSTEIN_RUN_ID",
+    "BERNSTEIN_ADAPTER",
+    "FACTLEDGER_TRUST_POLICY",
+    "FACTLEDGER_TRUST_ADAPTERS",
+    "BERNSTEIN_MEMORY_TRUST_POLICY",
+    "BERNSTEIN_MEMORY_TRUST_ADAPTERS",
+)
+
+
+class Result(NamedTuple):
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    yield
+    structlog.reset_defaults()
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Callable[..., Result]:
+    db = str(tmp_path / "cli.db")
+
+    def run(*args: str, db_path: str | None = db) -> Result:
+        argv = [*args, "--db", db_path] if db_path is not None else list(args)
+        code = main(argv)
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run

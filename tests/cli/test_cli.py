@@ -1,0 +1,229 @@
+"""The factledger command: each command, its exit codes, --json, and errors for bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import Result
+
+Cli = Callable[..., Result]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_share_then_query_round_trip(cli: Cli) -> None:
+    """share publishes a fact; query shows it; --json parses back to the fact's fields."""
+    shared = cli("share", "users", "{name: str}", "--tag", "api-schema", "--json")
+    assert 0 == shared.code
+    assert ("api-schema", "users", "project", 1) == tuple(
+        shared.json()[k] for k in ("tag", "key", "scope", "position")
+    )
+    queried = cli("query", "--tag", "api-schema", "--json")
+    assert [("users", "{name: str}")] == [(f["key"], f["value"]) for f in queried.json()]
+    assert "users" in cli("query", "--tag", "api-schema").out
+
+
+def test_query_redacts_by_default_and_raw_shows_verbatim(cli: Cli) -> None:
+    """query masks personal data unless --raw, in both text and JSON output."""
+    cli("share", "contact", "mail bob@example.com or 555-123-4567", "--tag", "people")
+    redacted = cli("query", "--tag", "people", "--json").json()[0]["value"]
+    raw = cli("query", "--tag", "people", "--raw", "--json").json()[0]["value"]
+    assert "mail [REDACTED] or [REDACTED]" == redacted
+    assert "mail bob@example.com or 555-123-4567" == raw
+    assert "bob@example.com" not in cli("query", "--tag", "people").out
+
+
+def test_attribution_comes_from_the_environment(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Producer, run and adapter come from BERNSTEIN_*/FACTLEDGER_* variables, in that order."""
+    assert "manual-cli" == cli("share", "k", "v", "--tag", "t", "--json").json()["producer_task_id"]
+    monkeypatch.setenv("FACTLEDGER_TASK_ID", "fl-task")
+    monkeypatch.setenv("FACTLEDGER_RUN_ID", "fl-run")
+    monkeypatch.setenv("FACTLEDGER_ADAPTER", "codex")
+    monkeypatch.setenv("BERNSTEIN_ADAPTER", "ignored-because-factledger-wins")
+    fact = cli("share", "k", "v2", "--tag", "t", "--json").json()
+    assert ("fl-task", "fl-run", "codex") == (
+        fact["producer_task_id"],
+        fact["run_id"],
+        fact["source_adapter"],
+    )
+    monkeypatch.setenv("BERNSTEIN_TASK_ID", "bern-task")
+    monkeypatch.setenv("BERNSTEIN_RUN_ID", "bern-run")
+    monkeypatch.delenv("FACTLEDGER_ADAPTER")
+    fact = cli("share", "k", "v3", "--tag", "t", "--json").json()
+    assert ("bern-task", "bern-run", "ignored-because-factledger-wins") == (
+        fact["producer_task_id"],
+        fact["run_id"],
+        fact["source_adapter"],
+    )
+
+
+def test_run_scope_uses_the_run_from_the_environment(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--scope run needs a run id; facts are seen only within that run."""
+    failed = cli("share", "k", "v", "--tag", "t", "--scope", "run")
+    assert (1, "") == (failed.code, failed.out)
+    assert "run_id" in failed.err
+    monkeypatch.setenv("FACTLEDGER_RUN_ID", "run-a")
+    cli("share", "k", "in a", "--tag", "t", "--scope", "run")
+    monkeypatch.setenv("FACTLEDGER_RUN_ID", "run-b")
+    assert [] == cli("query", "--tag", "t", "--scope", "run", "--json").json()
+
+
+def test_add_list_remove(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """add stamps the environment's adapter; list filters; remove hides and reports."""
+    monkeypatch.setenv("FACTLEDGER_ADAPTER", "codex")
+    assert (
+        0 == cli("add", "use ruff", "--type", "convention", "--tag", "python", "--tag", "lint").code
+    )
+    monkeypatch.delenv("FACTLEDGER_ADAPTER")
+    cli("add", "pytest -q", "--tag", "tests")
+    entries = cli("list", "--json").json()
+    assert [("pytest -q", None), ("use ruff", "codex")] == [
+        (e["content"], e["source_adapter"]) for e in entries
+    ]
+    assert ["use ruff"] == [e["content"] for e in cli("list", "--tag", "lint", "--json").json()]
+    assert ["use ruff"] == [
+        e["content"] for e in cli("list", "--adapter", "codex", "--json").json()
+    ]
+    assert 0 == cli("remove", "1").code
+    missing = cli("remove", "1")
+    assert (1, "factledger: error: no visible entry #1\n") == (missing.code, missing.err)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("share", "k", "v", "--tag", "a,b"), "must not contain ','"),
+        (("share", "", "v", "--tag", "t"), "key"),
+        (("share", "k", "v"), "--tag"),
+        (("share", "k", "v", "--tag", "t", "--scope", "galaxy"), "invalid choice"),
+        (("add", "x", "--type", "gossip"), "unknown memory type"),
+        (("add", "x", "--tag", "%"), None),
+        (("add", "x", "--importance", "2"), "between 0.0 and 1.0"),
+        (("add", "x", "--importance", "high"), "invalid float"),
+        (("list", "--limit", "0"), "at least 1"),
+        (("remove", "abc"), "invalid int"),
+        (("remove", "0"), "entry_id"),
+        (("quarantine", "--reason", "r"), "at least one selector"),
+        (("release", "1", "--reason", "r"), "not a quarantine"),
+        (("blast-radius",), "needs a selector"),
+        (("frobnicate",), "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_1(
+    cli: Cli, args: tuple[str, ...], message: str | None
+) -> None:
+    """Bad input gives one clear line on stderr and exit code 1, never a traceback; '%' is a tag."""
+    cli("share", "seed", "v", "--tag", "t")
+    result = cli(*args)
+    if message is None:
+        assert 0 == result.code
+        return
+    assert 1 == result.code
+    assert 1 == len(result.err.strip().splitlines()), result.err
+    assert result.err.startswith("factledger: error:") and message in result.err
+    assert "Traceback" not in result.err
+
+
+def test_reading_a_missing_database_does_not_create_it(cli: Cli, tmp_path: Path) -> None:
+    """Read commands on a missing database fail clearly and create nothing."""
+    missing = tmp_path / "nowhere" / "x.db"
+    for command in (("query", "--tag", "t"), ("list",), ("verify",), ("export",)):
+        result = cli(*command, db_path=str(missing))
+        assert 1 == result.code and "no database at" in result.err
+    assert not missing.exists()
+
+
+def test_default_database_path(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --db the database is $FACTLEDGER_DB, else .sdd/memory/memory.db."""
+    assert 0 == cli("add", "x", db_path=None).code
+    assert (tmp_path / ".sdd" / "memory" / "memory.db").exists()
+    monkeypatch.setenv("FACTLEDGER_DB", str(tmp_path / "env.db"))
+    assert 0 == cli("add", "y", db_path=None).code
+    assert (tmp_path / "env.db").exists()
+
+
+def test_forensics_commands(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """blast-radius, quarantine and release work from the shell, with --json."""
+    cli("share", "users", "good", "--tag", "api")
+    monkeypatch.setenv("FACTLEDGER_ADAPTER", "evil")
+    cli("share", "users", "POISON", "--tag", "api")
+    monkeypatch.delenv("FACTLEDGER_ADAPTER")
+    radius = cli("blast-radius", "--adapter", "evil", "--json").json()
+    assert ([2], [1]) == (
+        [e["position"] for e in radius["events"]],
+        [r["other_position"] for r in radius["overwritten"]],
+    )
+    held = cli("quarantine", "--adapter", "evil", "--reason", "poisoned", "--json").json()
+    assert ["good"] == [f["value"] for f in cli("query", "--tag", "api", "--json").json()]
+    cli("release", str(held["quarantine_position"]), "--reason", "false alarm")
+    assert ["POISON"] == [f["value"] for f in cli("query", "--tag", "api", "--json").json()]
+
+
+def test_export_and_import_legacy(cli: Cli, tmp_path: Path) -> None:
+    """export writes JSON Lines; import-legacy imports a legacy file once."""
+    from tests.projections.test_legacy import ROWS, legacy_file
+
+    legacy = tmp_path / "legacy.db"
+    legacy_file(legacy, ROWS)
+    first = cli("import-legacy", str(legacy), "--json").json()
+    again = cli("import-legacy", str(legacy), "--json").json()
+    assert (3, 0) == (first["imported"], again["imported"])
+    out = tmp_path / "log.jsonl"
+    assert 0 == cli("export", "--out", str(out)).code
+    assert 4 == len(out.read_text().splitlines())
+    assert 4 == len(cli("export").out.splitlines())
+
+
+def test_every_command_has_help() -> None:
+    """Each subcommand prints help text that names what it does."""
+    from replay.cli import COMMANDS, build_parser
+
+    parser = build_parser()
+    for name, _, summary in COMMANDS:
+        with pytest.raises(SystemExit) as exited:
+            parser.parse_args([name, "--help"])
+        assert 0 == exited.value.code
+        assert summary
+
+
+def _run(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
+
+
+def test_console_script_and_python_m_replay(tmp_path: Path) -> None:
+    """`factledger` and `python -m replay` run the same command line, in real processes."""
+    db = str(tmp_path / "p.db")
+    script = Path(sys.executable).with_name("factledger")
+    shared = _run(str(script), "share", "k", "v", "--tag", "t", "--db", db)
+    assert (0, "") == (shared.returncode, shared.stderr)
+    queried = _run(sys.executable, "-m", "replay", "query", "--tag", "t", "--db", db, "--json")
+    assert 0 == queried.returncode and '"value": "v"' in queried.stdout
+    bad = _run(sys.executable, "-m", "replay", "share", "k", "v", "--tag", "a,b", "--db", db)
+    assert 1 == bad.returncode and "Traceback" not in bad.stderr
+
+
+def test_library_warnings_go_to_stderr_not_stdout(tmp_path: Path) -> None:
+    """An overwrite warning never mixes into --json output on stdout."""
+    db = str(tmp_path / "w.db")
+    _run(sys.executable, "-m", "replay", "share", "k", "v1", "--tag", "t", "--db", db)
+    second = _run(
+        sys.executable, "-m", "replay", "share", "k", "v2", "--tag", "t", "--db", db, "--json"
+    )
+    assert '"position": 2' in second.stdout and "fact_overwritten" not in second.stdout
+    assert "fact_overwritten" in second.stderr
