@@ -386,7 +386,7 @@ COMMANDS: list[tuple[str, Handler, str]] = [
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every command."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--db",
         default=os.environ.get("FACTLEDGER_DB") or DEFAULT_DB,
@@ -401,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     }
     for name, handler, _ in COMMANDS:
         built[name].set_defaults(handler=handler)
-        _ARGUMENTS.get(name, lambda p: None)(built[name])
+        _ARGUMENTS[name](built[name])
     return parser
 
 
@@ -441,6 +441,10 @@ def _list(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tag", action="append")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--adapter", action="append", help="read only these adapters' entries")
+
+
+def _remove(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", type=int)
 
 
 def _history(p: argparse.ArgumentParser) -> None:
@@ -526,7 +530,7 @@ _ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "query": _query,
     "add": _add,
     "list": _list,
-    "remove": lambda p: p.add_argument("id", type=int),
+    "remove": _remove,
     "history": _history,
     "blame": _blame,
     "diff": _diff,
