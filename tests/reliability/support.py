@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,36 @@ def written_text(record: RecordedEvent) -> str:
     if isinstance(payload, FactPublished):
         return payload.value
     return ""
+
+
+NOBODY = 65534
+"""The unprivileged user a child drops to, so file permissions bind even when tests run as root."""
+Report = dict[str, object]
+
+
+def as_reader(work: Callable[[], Report]) -> Report:
+    """Run `work` in a forked child that cannot write the database, and return its report."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's coverage is not collected
+        try:
+            os.close(read_end)
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+            try:
+                report = work()
+            except BaseException as exc:
+                report = {"crashed": f"{type(exc).__name__}: {exc}"}
+            with os.fdopen(write_end, "w") as pipe:
+                pipe.write(json.dumps(report))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    report = json.loads(text)
+    assert isinstance(report, dict)
+    return report

@@ -10,14 +10,10 @@ the child keeps its uid and the permission bits alone make the file read-only.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import random
-import shutil
 import sqlite3
-import stat
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,15 +21,15 @@ import pytest
 from eventlog import FactledgerError, SQLiteEventLog, StorageError, open_log
 from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
 from tests.reliability.support import (
+    NOBODY,
     TRUST_ENV,
+    Report,
+    as_reader,
     assert_chain_verifies,
     assert_read_model_is_the_log_refolded,
     live_tables,
     written_text,
 )
-
-NOBODY = 65534
-Report = dict[str, object]
 
 
 @pytest.fixture(autouse=True)
@@ -138,45 +134,6 @@ def test_store_with_a_corrupted_page_fails_clearly_on_read(tmp_path: Path) -> No
 
 
 # -- read-only files ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A directory outside pytest's root-only tmp tree, so the unprivileged child can reach it."""
-    directory = Path(tempfile.mkdtemp(prefix="factledger-ro-"))
-    directory.chmod(0o755)
-    yield directory
-    for path in (directory, *directory.iterdir()):
-        path.chmod(stat.S_IRWXU)
-    shutil.rmtree(directory)
-
-
-def as_reader(work: Callable[[], Report]) -> Report:
-    """Run `work` in a forked child that cannot write the database, and return its report."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child's coverage is not collected
-        try:
-            os.close(read_end)
-            if os.geteuid() == 0:
-                os.setgroups([])
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-            try:
-                report = work()
-            except BaseException as exc:
-                report = {"crashed": f"{type(exc).__name__}: {exc}"}
-            with os.fdopen(write_end, "w") as pipe:
-                pipe.write(json.dumps(report))
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        text = pipe.read()
-    os.waitpid(pid, 0)
-    report = json.loads(text)
-    assert isinstance(report, dict)
-    return report
 
 
 def _outcome(call: Callable[[], object]) -> list[str]:

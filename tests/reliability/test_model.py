@@ -28,6 +28,7 @@ from projections import (
     load_persistent_memory,
 )
 from projections.prompt import visible
+from replay.quarantine import quarantine, release
 from tests.reliability.support import TRUST_ENV, assert_read_model_is_the_log_refolded
 
 TS_NS = 1_764_374_400_000_000_000
@@ -91,14 +92,51 @@ class Model:
     head: int = 0
     rows: dict[int, Row] = field(default_factory=dict)
     facts: dict[tuple[str, str, str, str], list[Version]] = field(default_factory=dict)
+    quarantines: dict[int, set[int]] = field(default_factory=dict)
+    """Active quarantines: the quarantine's position and the positions it covers."""
+
+    def quarantined(self, position: int) -> bool:
+        """Whether an active quarantine covers `position`."""
+        return any(position in covered for covered in self.quarantines.values())
+
+    def current(self, identity: tuple[str, str, str, str]) -> Version | None:
+        """The version readers get: the newest one no quarantine covers."""
+        free = [v for v in self.facts[identity] if not self.quarantined(v.position)]
+        return free[-1] if free else None
+
+    def candidates(self) -> list[tuple[int, Row]]:
+        """Rows not superseded, newest first: entries, and fact versions not older than the
+        current one (newer ones can only be quarantined)."""
+        rows = []
+        for entry_id, row in sorted(self.rows.items(), reverse=True):
+            if row.identity is not None:
+                current = self.current(row.identity)
+                if current is not None and entry_id < current.position:
+                    continue
+            rows.append((entry_id, row))
+        return rows
 
     def visible(self) -> list[tuple[int, Row]]:
-        """Rows readers see, newest first: present, and the newest version if a fact."""
-        return [
-            (entry_id, row)
-            for entry_id, row in sorted(self.rows.items(), reverse=True)
-            if row.identity is None or self.facts[row.identity][-1].position == entry_id
-        ]
+        """Rows readers see, newest first: candidates no quarantine covers."""
+        return [(i, row) for i, row in self.candidates() if not self.quarantined(i)]
+
+    def coverage(self, adapter: str | None, producer: str | None, positions: set[int]) -> set[int]:
+        """What a quarantine with these selectors would cover now: entries still in the read
+        model and every fact version, when every given selector matches."""
+        written: dict[int, tuple[str | None, str]] = {
+            i: (row.adapter, row.task_id or "")
+            for i, row in self.rows.items()
+            if row.identity is None
+        }
+        for versions in self.facts.values():
+            written.update({v.position: (v.adapter, v.producer) for v in versions})
+        return {
+            position
+            for position, (by_adapter, by_producer) in written.items()
+            if (adapter is None or by_adapter == adapter)
+            and (producer is None or by_producer == producer)
+            and (not positions or position in positions)
+        }
 
     def entry(self, entry_id: int, row: Row) -> MemoryEntry:
         """The entry a reader should get for a row."""
@@ -116,12 +154,16 @@ class Model:
         )
 
     def ranked(
-        self, tags: tuple[str, ...], allowed: Callable[[Row], bool]
+        self,
+        tags: tuple[str, ...],
+        allowed: Callable[[Row], bool],
+        rows: list[tuple[int, Row]] | None = None,
     ) -> list[tuple[tuple[int, float, int], int, Row]]:
-        """Visible rows that `allowed(row)` accepts, in get_relevant's order, with the key that
-        orders them: (tags shared, importance, id), or, with no tags, newest first."""
+        """Rows (default: the visible ones) that `allowed(row)` accepts, in get_relevant's
+        order, with the key that orders them: (tags shared, importance, id), or, with no
+        tags, newest first."""
         ranked = []
-        for entry_id, row in self.visible():
+        for entry_id, row in self.visible() if rows is None else rows:
             if not allowed(row):
                 continue
             shared = len(set(row.tags) & set(tags))
@@ -159,6 +201,8 @@ class StoreMachine(RuleBasedStateMachine):
 
     examples = 0
     steps = 0
+    quarantines = 0
+    releases = 0
 
     def __init__(self) -> None:
         super().__init__()
@@ -317,7 +361,12 @@ class StoreMachine(RuleBasedStateMachine):
         wanted = tuple(dict.fromkeys(tags))
         text = load_persistent_memory(self.store, tags, trust_policy=policy, limit=limit)
         trusted = self.model.ranked(wanted, lambda row: row.adapter in (None, TRUSTED))
-        refused = self.model.ranked(wanted, lambda row: row.adapter not in (None, TRUSTED))
+        held = {i for i, _ in self.model.candidates() if self.model.quarantined(i)}
+        refused = [
+            item
+            for item in self.model.ranked(wanted, lambda row: True, self.model.candidates())
+            if item[1] in held or item[2].adapter not in (None, TRUSTED)
+        ]
         included = trusted[:limit]
         if len(included) >= limit:
             refused = [item for item in refused if item[0] > included[-1][0]]
@@ -325,12 +374,53 @@ class StoreMachine(RuleBasedStateMachine):
         self.model.head += 1
         assert isinstance(receipt.payload, RecallRecorded)
         assert tuple(entry_id for _, entry_id, _ in included) == receipt.payload.included
-        assert [(entry_id, "untrusted_adapter") for _, entry_id, _ in refused[:200]] == [
-            (e.position, e.reason) for e in receipt.payload.excluded
-        ]
+        assert [
+            (entry_id, "quarantined" if entry_id in held else "untrusted_adapter")
+            for _, entry_id, _ in refused[:200]
+        ] == [(e.position, e.reason) for e in receipt.payload.excluded]
         assert (text == "") == (not included)
         for _, _, row in included:
             assert visible(row.content) in text
+
+    @rule(
+        adapter=st.sampled_from([None, "codex", "claude-code", "gemini-cli"]),
+        producer=st.sampled_from([None, "t1", "task-run-a", "task-run-b"]),
+        data=st.data(),
+    )
+    def quarantine(self, adapter: str | None, producer: str | None, data: st.DataObject) -> None:
+        positions: set[int] = set()
+        if self.model.head:
+            positions = data.draw(
+                st.sets(st.integers(1, self.model.head), max_size=3), label="positions"
+            )
+        covered = self.model.coverage(adapter, producer, positions)
+        selectors = {
+            "positions": sorted(positions),
+            "producer_task_id": producer,
+            "source_adapter": adapter,
+        }
+        if not (adapter or producer or positions) or not covered:
+            with pytest.raises(InvalidInputError):
+                quarantine(self.db_path, reason="r", **selectors)  # type: ignore[arg-type]
+            return
+        position = quarantine(self.db_path, reason="r", **selectors)  # type: ignore[arg-type]
+        self.model.head += 1
+        assert self.model.head == position
+        self.model.quarantines[position] = covered
+        StoreMachine.quarantines += 1
+
+    @rule(data=st.data())
+    def release(self, data: st.DataObject) -> None:
+        if not self.model.quarantines:
+            with pytest.raises(InvalidInputError):
+                release(self.db_path, max(1, self.model.head), reason="r")
+            return
+        target = data.draw(st.sampled_from(sorted(self.model.quarantines)), label="quarantine")
+        position = release(self.db_path, target, reason="r")
+        self.model.head += 1
+        assert self.model.head == position
+        del self.model.quarantines[target]
+        StoreMachine.releases += 1
 
     @rule(adapter=st.sampled_from([None, "gemini-cli"]))
     def reopen(self, adapter: str | None) -> None:
@@ -390,7 +480,11 @@ class StoreMachine(RuleBasedStateMachine):
         for identity, versions in self.model.facts.items():
             if identity[:3] != (scope, run_key, tag):
                 continue
-            chosen = [v for v in versions if allow is None or v.adapter in allow]
+            chosen = [
+                v
+                for v in versions
+                if (allow is None or v.adapter in allow) and not self.model.quarantined(v.position)
+            ]
             if chosen:
                 expected.append(fact(identity, chosen[-1]))
         expected.sort(key=lambda f: f.position, reverse=True)
@@ -416,12 +510,14 @@ class StoreMachine(RuleBasedStateMachine):
 
 def test_store_behaves_like_its_plain_python_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """Random sequences of adds, batches (some with a bad row), removes, publishes, decays,
-    prunes, recalls, reopens and rebuild checks: every read and every receipt equals the
+    prunes, recalls, quarantines and releases, reopens and rebuild checks: every read and
+    every receipt equals the
     model's answer, the head is always the model's, and whenever checked the read model
     equals a refold of the log."""
     for name in TRUST_ENV:
         monkeypatch.delenv(name, raising=False)
     StoreMachine.examples = StoreMachine.steps = 0
+    StoreMachine.quarantines = StoreMachine.releases = 0
     run_state_machine_as_test(
         StoreMachine,
         settings=settings(
@@ -433,5 +529,9 @@ def test_store_behaves_like_its_plain_python_model(monkeypatch: pytest.MonkeyPat
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
     )
-    print(f"model test: {StoreMachine.examples} examples, {StoreMachine.steps} checked states")
+    print(
+        f"model test: {StoreMachine.examples} examples, {StoreMachine.steps} checked states, "
+        f"{StoreMachine.quarantines} quarantines, {StoreMachine.releases} releases"
+    )
     assert StoreMachine.examples >= EXAMPLES
+    assert StoreMachine.quarantines > 0 and StoreMachine.releases > 0
