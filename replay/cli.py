@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.metadata
 import logging
 import os
 import sys
@@ -394,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser = _Parser(prog="factledger", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"factledger {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     built = {
         name: commands.add_parser(name, parents=[common], help=text, description=text)
@@ -403,6 +405,13 @@ def build_parser() -> argparse.ArgumentParser:
         built[name].set_defaults(handler=handler)
         _ARGUMENTS[name](built[name])
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("factledger")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _scope(parser: argparse.ArgumentParser) -> None:

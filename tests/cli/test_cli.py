@@ -181,6 +181,14 @@ def test_export_and_import_legacy(cli: Cli, tmp_path: Path) -> None:
     assert 4 == len(cli("export").out.splitlines())
 
 
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """--version prints the installed version and exits 0."""
+    from replay.cli import main
+
+    assert 0 == main(["--version"])
+    assert capsys.readouterr().out.startswith("factledger 0.")
+
+
 def test_every_command_has_help() -> None:
     """Each subcommand prints help text that names what it does."""
     from replay.cli import COMMANDS, build_parser
