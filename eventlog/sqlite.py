@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
 
@@ -259,28 +259,18 @@ class SQLiteEventLog:
             time.sleep(delay * random.uniform(0.5, 1.5))
             delay = min(delay * 2, 0.05)
 
-    @contextmanager
-    def transaction(self) -> Iterator[_Transaction]:
+    def transaction(self) -> AbstractContextManager[_Transaction]:
         """A write transaction: everything done through it commits together, or nothing does."""
-        if self._read_only:
-            raise StorageError(f"cannot write: {self._where} was opened read-only")
-        with self._lock:
-            if self._in_transaction:
-                raise FactledgerError("a transaction is already open on this log handle")
-            self._with_retry(lambda: self._conn.execute("BEGIN IMMEDIATE"), "lock")
-            self._in_transaction = True
-            tx = _Transaction(self, self._conn)
-            try:
-                yield tx
-                try:
-                    self._conn.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    raise translate(exc, "commit to", self._where) from None
-            except BaseException:
-                self._rollback()
-                raise
-            finally:
-                self._in_transaction = False
+        return _WriteScope(self)
+
+    def _begin(self, statement: str, action: str) -> None:
+        """Start a transaction, retrying while other writers hold the lock."""
+        try:
+            self._conn.execute(statement)
+        except sqlite3.Error as exc:
+            if not _is_busy(exc):
+                raise translate(exc, action, self._where) from None
+            self._with_retry(lambda: self._conn.execute(statement), action)
 
     def _rollback(self) -> None:
         if self._conn.in_transaction:
@@ -289,19 +279,9 @@ class SQLiteEventLog:
             except sqlite3.Error:
                 log.warning("rollback_failed", path=self._path)
 
-    @contextmanager
-    def snapshot(self) -> Iterator[_Snapshot]:
+    def snapshot(self) -> AbstractContextManager[_Snapshot]:
         """A consistent read of the log and the tables beside it."""
-        with self._lock:
-            if self._in_transaction:
-                yield _Snapshot(self, self._conn)
-                return
-            self._with_retry(lambda: self._conn.execute("BEGIN"), "read")
-            try:
-                yield _Snapshot(self, self._conn)
-            finally:
-                if self._conn.in_transaction:
-                    self._conn.execute("COMMIT")
+        return _ReadScope(self)
 
     # -- convenience ---------------------------------------------------------------------
 
@@ -404,6 +384,78 @@ def new_event_id() -> str:
     on event ids appending at its right edge instead of touching a random page per event.
     """
     return f"{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
+
+
+class _WriteScope:
+    """One write transaction on a log handle: the handle's lock and SQLite's write lock are
+    held throughout; a clean exit commits, and any exception rolls everything back."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner: SQLiteEventLog) -> None:
+        self._owner = owner
+
+    def __enter__(self) -> _Transaction:
+        owner = self._owner
+        if owner._read_only:
+            raise StorageError(f"cannot write: {owner._where} was opened read-only")
+        owner._lock.acquire()
+        try:
+            if owner._in_transaction:
+                raise FactledgerError("a transaction is already open on this log handle")
+            owner._begin("BEGIN IMMEDIATE", "lock")
+        except BaseException:
+            owner._lock.release()
+            raise
+        owner._in_transaction = True
+        return _Transaction(owner, owner._conn)
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        owner = self._owner
+        try:
+            if kind is not None:
+                owner._rollback()
+                return
+            try:
+                owner._conn.execute("COMMIT")
+            except BaseException as exc:
+                owner._rollback()
+                if isinstance(exc, sqlite3.Error):
+                    raise translate(exc, "commit to", owner._where) from None
+                raise
+        finally:
+            owner._in_transaction = False
+            owner._lock.release()
+
+
+class _ReadScope:
+    """One consistent read on a log handle (inside its write transaction, if one is open)."""
+
+    __slots__ = ("_began", "_owner")
+
+    def __init__(self, owner: SQLiteEventLog) -> None:
+        self._owner = owner
+        self._began = False
+
+    def __enter__(self) -> _Snapshot:
+        owner = self._owner
+        owner._lock.acquire()
+        try:
+            if not owner._in_transaction:
+                owner._begin("BEGIN", "read")
+                self._began = True
+        except BaseException:
+            owner._lock.release()
+            raise
+        return _Snapshot(owner, owner._conn)
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        owner = self._owner
+        try:
+            if self._began and owner._conn.in_transaction:
+                owner._conn.execute("COMMIT")
+        finally:
+            owner._lock.release()
 
 
 class _Snapshot:

@@ -140,19 +140,25 @@ class CrossTaskKB:
             return []
         with self._store.write_transaction() as tx:
             records = tx.append(events)
-            replaced = [tx.execute(sql.FACT_REPLACED, (r.position,)) for r in records]
+            replaced = {
+                position: (previous, producer)
+                for position, previous, producer in tx.execute(
+                    sql.FACTS_REPLACED, (records[0].position, records[-1].position)
+                )
+            }
         facts = [fact_from_record(record) for record in records]
         self._counter.incr_publish(len(facts))
-        for fact, previous in zip(facts, replaced, strict=True):
-            if previous:
+        for fact in facts:
+            if fact.position in replaced:
+                previous_position, previous_producer = replaced[fact.position]
                 log.warning(
                     "fact_overwritten",
                     scope=fact.scope,
                     tag=fact.tag,
                     key=fact.key,
                     run_id=fact.run_id,
-                    previous_position=previous[0][0],
-                    previous_producer=previous[0][1],
+                    previous_position=previous_position,
+                    previous_producer=previous_producer,
                     position=fact.position,
                     producer=fact.producer_task_id,
                 )

@@ -28,6 +28,9 @@ from projections.reads import Readable
 Identity = tuple[str, str, str, str]
 """(scope, run_key, tag, key): run_key is the run id for run scope and '' for project scope."""
 
+IDENTITY_BATCH = 200
+"""Fact identities looked up per statement (four bound values each)."""
+
 
 def run_key(scope: str, run_id: str | None) -> str:
     """The run part of a fact's identity: the run id in run scope, '' in project scope."""
@@ -43,7 +46,7 @@ class KnowledgeProjector:
     """Folds memory, fact and quarantine events into the tag-indexed read model."""
 
     name = "knowledge"
-    version = 1
+    version = 2
     tables = sql.KNOWLEDGE_TABLES
 
     def create(self, writer: TableWriter) -> None:
@@ -52,28 +55,39 @@ class KnowledgeProjector:
 
     def apply(self, writer: TableWriter, records: Sequence[RecordedEvent]) -> None:
         entries: list[tuple[object, ...]] = []
-        tags: list[tuple[str, int]] = []
+        tags: list[tuple[str, float, int]] = []
+        facts: list[tuple[RecordedEvent, FactPublished]] = []
         for record in records:
             payload = record.payload
             if isinstance(payload, MemoryAdded):
+                if facts:
+                    _publish(writer, facts)
+                    facts = []
                 entries.append(_entry_row(record, payload))
-                tags.extend((tag, record.position) for tag in payload.tags)
+                tags.extend((tag, payload.importance, record.position) for tag in payload.tags)
                 continue
             if entries:
                 _insert_entries(writer, entries, tags)
                 entries, tags = [], []
             if isinstance(payload, FactPublished):
-                _publish(writer, record, payload)
-            elif isinstance(payload, MemoryRemoved):
+                facts.append((record, payload))
+                continue
+            if facts:
+                _publish(writer, facts)
+                facts = []
+            if isinstance(payload, MemoryRemoved):
                 _remove(writer, payload.entry_ids)
             elif isinstance(payload, MemoryReweighted):
                 writer.execute(sql.MEMORY_REWEIGHT, (payload.factor,))
+                writer.execute(sql.TAG_REWEIGHT, (payload.factor,))
             elif isinstance(payload, QuarantineApplied):
                 _quarantine(writer, record.position, payload)
             elif isinstance(payload, QuarantineReleased):
                 _release(writer, record.position, payload.quarantine_position)
         if entries:
             _insert_entries(writer, entries, tags)
+        if facts:
+            _publish(writer, facts)
 
 
 def _entry_row(record: RecordedEvent, payload: MemoryAdded) -> tuple[object, ...]:
@@ -95,34 +109,44 @@ def _entry_row(record: RecordedEvent, payload: MemoryAdded) -> tuple[object, ...
 
 
 def _insert_entries(
-    writer: TableWriter, entries: list[tuple[object, ...]], tags: list[tuple[str, int]]
+    writer: TableWriter, entries: list[tuple[object, ...]], tags: list[tuple[str, float, int]]
 ) -> None:
     writer.executemany(sql.MEMORY_INSERT, entries)
     if tags:
         writer.executemany(sql.TAG_INSERT, tags)
 
 
-def _publish(writer: TableWriter, record: RecordedEvent, fact: FactPublished) -> None:
-    identity = fact_identity(fact.scope, record.run_id, fact.tag, fact.key)
-    previous = writer.execute(sql.FACT_CURRENT_GET, identity)
-    replaced = previous[0][0] if previous else None
-    writer.execute(
-        sql.FACT_INSERT,
-        (
-            record.position,
-            *identity,
-            fact.value,
-            record.producer_task_id,
-            record.ts_ns,
-            record.content_hash,
-            record.run_id,
-            record.source_adapter,
-            replaced,
-        ),
-    )
-    writer.execute(sql.FACT_CURRENT_PUT, (*identity, record.position))
-    writer.execute(
-        sql.MEMORY_INSERT,
+def _publish(writer: TableWriter, facts: Sequence[tuple[RecordedEvent, FactPublished]]) -> None:
+    """Fold consecutive published facts, a batch of statements for the lot.
+
+    The same rows as folding them one by one: each version replaces the identity's current
+    one (from the table, or the batch's previous version of it), only the newest version's
+    mirror stays visible, and every earlier version from the replaced one on is superseded.
+    """
+    identities = [fact_identity(f.scope, r.run_id, f.tag, f.key) for r, f in facts]
+    latest = _current_positions(writer, list(dict.fromkeys(identities)))
+    hide: dict[Identity, tuple[int, int]] = {}
+    versions: list[tuple[object, ...]] = []
+    for identity, (record, fact) in zip(identities, facts, strict=True):
+        replaced = latest.get(identity)
+        hide.setdefault(identity, (replaced or 0, record.position))
+        latest[identity] = record.position
+        versions.append(
+            (
+                record.position,
+                *identity,
+                fact.value,
+                record.producer_task_id,
+                record.ts_ns,
+                record.content_hash,
+                record.run_id,
+                record.source_adapter,
+                replaced,
+            )
+        )
+    writer.executemany(sql.FACT_INSERT, versions)
+    writer.executemany(sql.FACT_CURRENT_PUT, [(*i, latest[i]) for i in hide])
+    mirrors = [
         (
             record.position,
             "cross_task",
@@ -136,10 +160,28 @@ def _publish(writer: TableWriter, record: RecordedEvent, fact: FactPublished) ->
             record.source_adapter,
             record.producer_task_id,
             record.content_hash,
-        ),
+            0 if latest[identity] == record.position else sql.HIDDEN_SUPERSEDED,
+        )
+        for identity, (record, fact) in zip(identities, facts, strict=True)
+    ]
+    writer.executemany(sql.MIRROR_INSERT, mirrors)
+    writer.executemany(sql.TAG_INSERT, [(f.tag, 1.0, r.position) for r, f in facts])
+    writer.executemany(
+        sql.FACT_MIRRORS_OLDER_HIDE, [(*i, low, high) for i, (low, high) in hide.items()]
     )
-    writer.execute(sql.TAG_INSERT, (fact.tag, record.position))
-    writer.execute(sql.FACT_MIRRORS_OLDER_HIDE, (*identity, replaced or 0, record.position))
+
+
+def _current_positions(db: Readable, identities: Sequence[Identity]) -> dict[Identity, int]:
+    """The current version's position of each identity that has one."""
+    found: dict[Identity, int] = {}
+    for start in range(0, len(identities), IDENTITY_BATCH):
+        batch = identities[start : start + IDENTITY_BATCH]
+        statement = sql.FACT_CURRENT_OF.format(rows=", ".join(["(?, ?, ?, ?)"] * len(batch)))
+        for scope, key_of_run, tag, key, position in db.execute(
+            statement, [value for identity in batch for value in identity]
+        ):
+            found[(scope, key_of_run, tag, key)] = position
+    return found
 
 
 def _remove(writer: TableWriter, entry_ids: Sequence[int]) -> None:
@@ -147,9 +189,11 @@ def _remove(writer: TableWriter, entry_ids: Sequence[int]) -> None:
         found = writer.execute(sql.MEMORY_TAGS_OF, (entry_id,))
         if not found:
             continue
-        tags = found[0][1]
+        tags, importance = found[0]
         if tags:
-            writer.executemany(sql.TAG_DELETE, [(tag, entry_id) for tag in tags.split(",")])
+            writer.executemany(
+                sql.TAG_DELETE, [(tag, importance, entry_id) for tag in tags.split(",")]
+            )
         writer.execute(sql.MEMORY_DELETE, (entry_id,))
 
 

@@ -9,8 +9,10 @@ dropped and rebuilt from the log.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import Any, Protocol
 
 import structlog
@@ -85,11 +87,6 @@ class Projection:
         self._log = event_log
         self._projectors = tuple(projectors)
         self._names = tuple(p.name for p in self._projectors)
-        self._advance_all = (
-            "UPDATE fl_projector_checkpoint SET position = ?, chain_hash = ? WHERE name IN ("
-            + ", ".join("?" * len(self._names))
-            + ")"
-        )
         self._known = -1
 
     @property
@@ -171,30 +168,64 @@ class Projection:
                     )
                     applied[projector.name] = last.position
 
-    @contextmanager
-    def transaction(self) -> Iterator[ProjectedTransaction]:
+    def transaction(self) -> AbstractContextManager[ProjectedTransaction]:
         """A write transaction whose appends are folded by every projector before commit."""
-        with self._log.transaction() as tx:
-            projected = ProjectedTransaction(self, tx)
-            yield projected
-            head = tx.head().position
-        self._known = head
+        return _ProjectedScope(self)
 
-    def _append(self, tx: LogTransaction, events: Sequence[NewEvent]) -> list[RecordedEvent]:
+    def _append(
+        self, tx: LogTransaction, events: Sequence[NewEvent]
+    ) -> tuple[list[RecordedEvent], int]:
+        """Append and fold `events`; return them as recorded, and the log's head after them."""
         before = self._ensure_current(tx)
         records = tx.append_many(events)
         new = [r for r in records if r.position > before]
-        if new:
-            for projector in self._projectors:
-                projector.apply(tx, new)
-            tx.execute(self._advance_all, (new[-1].position, new[-1].chain_hash, *self._names))
-        return records
+        if not new:
+            return records, before
+        for projector in self._projectors:
+            projector.apply(tx, new)
+        # One single-row update per projector: SQLite runs `name IN (...)` several times slower.
+        last = new[-1]
+        tx.executemany(
+            sql.CHECKPOINT_ADVANCE, [(last.position, last.chain_hash, name) for name in self._names]
+        )
+        return records, last.position
 
     def _ensure_current(self, tx: LogTransaction) -> int:
         head = tx.head().position
         if head != self._known:
             self._catch_up(tx)
         return head
+
+
+class _ProjectedScope:
+    """The log's write transaction, remembering on commit the head the projection is at."""
+
+    __slots__ = ("_projected", "_projection", "_scope")
+
+    def __init__(self, projection: Projection) -> None:
+        self._projection = projection
+        self._scope = projection._log.transaction()
+
+    def __enter__(self) -> ProjectedTransaction:
+        self._projected = ProjectedTransaction(self._projection, self._scope.__enter__())
+        return self._projected
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if kind is not None:
+            self._scope.__exit__(kind, error, trace)
+            return
+        try:
+            head = self._projected.head_position()
+        except BaseException:
+            self._scope.__exit__(*sys.exc_info())
+            raise
+        self._scope.__exit__(None, None, None)
+        self._projection._known = head
 
 
 class ProjectedTransaction:
@@ -204,16 +235,19 @@ class ProjectedTransaction:
         self._projection = projection
         self._tx = tx
         self._current = False
+        self._head: int | None = None
 
     def append(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
         """Append events and fold them into every projector."""
-        records = self._projection._append(self._tx, events)
+        records, self._head = self._projection._append(self._tx, events)
         self._current = True
         return records
 
     def head_position(self) -> int:
         """The log's last position, including this transaction's appends."""
-        return self._tx.head().position
+        if self._head is None:
+            self._head = self._tx.head().position
+        return self._head
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Query the read model, caught up to the log first, inside this transaction."""

@@ -88,7 +88,7 @@ def load_persistent_memory(
         tags=wanted,
         limit=count,
         included=tuple(c.entry.position for c in included),
-        excluded=_exclusions(included, refused, count),
+        excluded=_exclusions(refused),
         policy=policy.settings(),
         head_position=head,
         rendered_hash=content_hash(text.encode("utf-8")),
@@ -98,13 +98,9 @@ def load_persistent_memory(
     return text
 
 
-def _exclusions(
-    included: list[Candidate], refused: list[Candidate], limit: int
-) -> tuple[Exclusion, ...]:
-    """Refused candidates that would have been in the prompt had they been trusted."""
-    if len(included) >= limit:
-        cutoff = included[-1].rank
-        refused = [c for c in refused if c.rank > cutoff]
+def _exclusions(refused: list[Candidate]) -> tuple[Exclusion, ...]:
+    """Refused candidates that would have been in the prompt had they been trusted: those
+    ranked above the last entry included (any, when the prompt is not full)."""
     return tuple(Exclusion(position=c.entry.position, reason=_reason(c)) for c in refused)
 
 

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+import math
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol
 
+from eventlog.checks import MAX_POSITION
 from projections import sql
 from projections.entries import Fact, MemoryEntry
 
 Row = tuple[Any, ...]
+Rank = tuple[int, float, int]
+"""(tags shared with the query, importance, id): higher ranks first."""
+
+FIRST_CHUNK = 32
+"""Rows a ranked read takes from a tag's list at first (at least the limit); then it doubles."""
+ID_BATCH = 500
+"""Entries read by id per statement, well under SQLite's limit on bound values."""
+SIZE_COUNT_CAP = 4096
+"""Tag lists are counted up to this many entries, to choose which to read next."""
+FULL_COUNT_AFTER = 256
+"""Rows a search reads before it counts lists tied at that cap in full: cheap queries stop
+first, and expensive ones learn which long list is the shortest."""
+_TOP = (math.inf, 0)
 
 
 class Readable(Protocol):
@@ -28,7 +44,6 @@ class Candidate(NamedTuple):
     """An entry ranked for the prompt path, with whether it is quarantined."""
 
     entry: MemoryEntry
-    rank: tuple[int, float, int]
     quarantined: bool
 
 
@@ -96,7 +111,9 @@ def relevant(
     if adapters is not None:
         filters += sql.FILTER_ADAPTERS.format(marks=_marks(adapters))
         params.extend(adapters)
-    return [c.entry for c in _ranked(db, tags, filters, params, limit)]
+    ranked = _ranked(db, tags, filters, params, limit, _everything)[:limit]
+    found = _entries_by_id(db, [row[0] for _, row in ranked])
+    return [found[row[0]] for _, row in ranked]
 
 
 def prompt_candidates(
@@ -107,47 +124,187 @@ def prompt_candidates(
     limit: int,
     refused_limit: int,
 ) -> tuple[list[Candidate], list[Candidate]]:
-    """The top `limit` trusted entries, and the best refused ones (untrusted or quarantined).
+    """The top `limit` trusted entries, and the best `refused_limit` refused ones (untrusted or
+    quarantined) among those ranked above the last trusted one (among all, when fewer than
+    `limit` are trusted). One ranked pass serves both.
 
     `trust` is (trust_untagged, trusted_adapters), or None when the policy is disabled.
     """
-    condition, trust_params = _trust_condition(trust)
-    trusted = _ranked(
-        db, tags, sql.FILTER_TRUSTED.format(trust=condition), list(trust_params), limit
+    admitted = _trusted(trust)
+    trusted: list[tuple[Rank, Row]] = []
+    refused: list[tuple[Rank, Row]] = []
+    for item in _ranked(db, tags, sql.FILTER_NOT_SUPERSEDED, [], limit, admitted):
+        (trusted if admitted(item[1]) else refused).append(item)
+    refused = refused[:refused_limit]
+    found = _entries_by_id(db, [row[0] for _, row in trusted + refused])
+    return (
+        [Candidate(found[row[0]], False) for _, row in trusted],
+        [Candidate(found[row[0]], bool(row[3] & sql.HIDDEN_QUARANTINED)) for _, row in refused],
     )
-    refused = _ranked(
-        db, tags, sql.FILTER_REFUSED.format(trust=condition), list(trust_params), refused_limit
-    )
-    return trusted, refused
 
 
-def _trust_condition(trust: tuple[bool, Sequence[str]] | None) -> tuple[str, Sequence[str]]:
+def _entries_by_id(db: Readable, ids: Sequence[int]) -> dict[int, MemoryEntry]:
+    found: dict[int, MemoryEntry] = {}
+    for start in range(0, len(ids), ID_BATCH):
+        batch = ids[start : start + ID_BATCH]
+        statement = sql.ENTRIES_BY_ID.format(marks=_marks(batch))
+        found.update((row[0], entry_from_row(row)) for row in db.execute(statement, batch))
+    return found
+
+
+def _everything(row: Row) -> bool:
+    return True
+
+
+def _trusted(trust: tuple[bool, Sequence[str]] | None) -> Callable[[Row], bool]:
+    """Whether a ranked row may reach a prompt: visible, and trusted unless the policy is off."""
     if trust is None:
-        return "1", ()
+        return lambda row: row[3] == 0
     untagged, adapters = trust
-    parts = [sql.TRUST_UNTAGGED] if untagged else []
-    if adapters:
-        parts.append(sql.TRUST_ADAPTERS.format(marks=_marks(adapters)))
-    return (" OR ".join(parts) or sql.TRUST_NOTHING), tuple(adapters)
+    allowed = frozenset(adapters)
+    return lambda row: row[3] == 0 and (untagged if row[4] is None else row[4] in allowed)
 
 
 def _ranked(
-    db: Readable, tags: Sequence[str], filters: str, params: list[object], limit: int
-) -> list[Candidate]:
+    db: Readable,
+    tags: Sequence[str],
+    filters: str,
+    params: list[object],
+    limit: int,
+    admitted: Callable[[Row], bool],
+) -> list[tuple[Rank, Row]]:
+    """Ranked rows (`sql.RANK_COLUMNS`) the filters pass, best first: the `limit` best admitted
+    ones and every row ranked above the last of them (all, when fewer are admitted)."""
     if tags:
-        statement = sql.RELEVANT.format(marks=_marks(tags), filters=filters)
-        rows = db.execute(statement, [*tags, *params, limit])
-    else:
-        rows = db.execute(sql.NEWEST.format(filters=filters), [*params, limit])
-    return [
-        Candidate(
-            entry_from_row(row),
-            # The rank is the key the query ordered by: with no tags, recency alone.
-            (row[11], row[4], row[0]) if tags else (0, 0.0, row[0]),
-            bool(row[12] & sql.HIDDEN_QUARANTINED),
-        )
-        for row in rows
-    ]
+        return _search(db, tags, filters, params, limit, admitted)
+    return _newest(db, filters, params, limit, admitted)
+
+
+def _newest(
+    db: Readable, filters: str, params: list[object], limit: int, admitted: Callable[[Row], bool]
+) -> list[tuple[Rank, Row]]:
+    """With no tags, recency alone ranks: read newest first until `limit` rows are admitted."""
+    ranked: list[tuple[Rank, Row]] = []
+    found = 0
+    chunk = limit
+    rows = db.execute(sql.NEWEST_FIRST.format(filters=filters), [*params, chunk])
+    while True:
+        for row in rows:
+            ranked.append(((0, 0.0, row[0]), row))
+            found += admitted(row)
+            if found == limit:
+                return ranked
+        if len(rows) < chunk:
+            return ranked
+        chunk = min(2 * chunk, MAX_POSITION)
+        statement = sql.NEWEST_AFTER.format(filters=filters)
+        rows = db.execute(statement, [rows[-1][0], *params, chunk])
+
+
+class _TagList:
+    """One query tag's entries, read in rank order (importance, then id, both descending)."""
+
+    __slots__ = ("cap", "chunk", "exhausted", "reached", "size", "tag", "taken")
+
+    def __init__(self, tag: str, chunk: int) -> None:
+        self.tag = tag
+        self.reached: tuple[float, int] = _TOP
+        """The (importance, id) of the last entry read: every entry above it has been read."""
+        self.chunk = chunk
+        self.size: int | None = None
+        self.cap = 0
+        self.taken = 0
+        self.exhausted = False
+
+    def count(self, db: Readable, cap: int) -> int:
+        """How long the list is, counted up to `cap` entries."""
+        if self.size is None or (self.size == self.cap and cap > self.cap):
+            self.size = db.execute(sql.TAG_COUNT_UPTO, (self.tag, cap))[0][0]
+            self.cap = cap
+        return self.size
+
+    def read(self, db: Readable, filters: str, params: list[object]) -> list[Row]:
+        """The next chunk of entries the filters pass; chunks double as the read goes on."""
+        if self.reached is _TOP:
+            statement = sql.RANKED_FIRST.format(filters=filters)
+            rows = db.execute(statement, [self.tag, *params, self.chunk])
+        else:
+            statement = sql.RANKED_AFTER.format(filters=filters)
+            rows = db.execute(statement, [self.tag, *self.reached, *params, self.chunk])
+        if len(rows) < self.chunk:
+            self.exhausted = True
+        else:
+            self.reached = (rows[-1][5], rows[-1][0])
+        self.taken += len(rows)
+        self.chunk = min(2 * self.chunk, MAX_POSITION)
+        return rows
+
+
+def _search(
+    db: Readable,
+    tags: Sequence[str],
+    filters: str,
+    params: list[object],
+    limit: int,
+    admitted: Callable[[Row], bool],
+) -> list[tuple[Rank, Row]]:
+    """A threshold search over the query tags' lists, each read in rank order.
+
+    A row not read yet is in none of the exhausted lists, so it shares at most j tags, j the
+    number of lists left; and sharing all j, it sits below the point each of them has
+    reached. So it ranks below (j, the lowest of those points), and once the `limit`-th best
+    admitted row ranks at least that high, no unread row can displace it. Until then the
+    shortest list left is read next: it runs out soonest, and holds the densest share of
+    entries sharing several tags. The cost is the rows read, not the rows the tags cover.
+    """
+    wanted = frozenset(tags)
+    lists = [_TagList(tag, max(FIRST_CHUNK, limit)) for tag in tags]
+    seen: dict[int, tuple[Rank, Row]] = {}
+    best: list[Rank] = []
+    """The `limit` best admitted ranks, as a heap: best[0] is the worst of them."""
+    while lists:
+        if len(best) == limit:
+            shared, importance, entry_id = best[0]
+            if len(lists) < shared:
+                break
+            if len(lists) == shared and (importance, entry_id) >= min(t.reached for t in lists):
+                break
+        source = lists[0] if len(lists) == 1 else _shortest(db, lists)
+        for row in source.read(db, filters, params):
+            if row[0] in seen:
+                continue
+            rank = (len(wanted.intersection(row[1].split(","))), row[2], row[0])
+            seen[row[0]] = (rank, row)
+            if not admitted(row):
+                continue
+            if len(best) < limit:
+                heapq.heappush(best, rank)
+            elif rank > best[0]:
+                heapq.heapreplace(best, rank)
+        if source.exhausted:
+            lists.remove(source)
+    ranked = sorted(seen.values(), key=_rank_of, reverse=True)
+    if len(best) == limit:
+        return [item for item in ranked if item[0] >= best[0]]
+    return ranked
+
+
+def _shortest(db: Readable, lists: list[_TagList]) -> _TagList:
+    """The list to read next: the shortest, then the least read. Lists are counted up to
+    SIZE_COUNT_CAP entries; once a search proves long, lists tied there are counted in full,
+    which costs far less than reading the longer of them by mistake."""
+    shortest = min(lists, key=lambda t: (t.count(db, SIZE_COUNT_CAP), t.taken))
+    if (
+        shortest.size == SIZE_COUNT_CAP
+        and sum(t.size == SIZE_COUNT_CAP for t in lists) > 1
+        and sum(t.taken for t in lists) >= FULL_COUNT_AFTER
+    ):
+        shortest = min(lists, key=lambda t: (t.count(db, MAX_POSITION), t.taken))
+    return shortest
+
+
+def _rank_of(item: tuple[Rank, Row]) -> Rank:
+    return item[0]
 
 
 def current_facts(

@@ -49,10 +49,14 @@ KNOWLEDGE_DDL = (
         content_hash TEXT NOT NULL,
         hidden INTEGER NOT NULL DEFAULT 0
     )""",
+    # Keyed by importance, so each tag's entries can be read in rank order (`reads`). The
+    # importance is a copy of the entry's; the projector always writes it, and the default
+    # (an entry's default importance) only serves a write that names (tag, entry_id) alone.
     """CREATE TABLE fl_memory_tag (
         tag TEXT NOT NULL,
+        importance REAL NOT NULL DEFAULT 1.0,
         entry_id INTEGER NOT NULL,
-        PRIMARY KEY (tag, entry_id)
+        PRIMARY KEY (tag, importance, entry_id)
     ) WITHOUT ROWID""",
     """CREATE TABLE fl_fact (
         position INTEGER PRIMARY KEY,
@@ -99,19 +103,27 @@ MEMORY_INSERT = (
     "source_agent, source_model, source_adapter, producer_task_id, content_hash) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-TAG_INSERT = "INSERT OR IGNORE INTO fl_memory_tag (tag, entry_id) VALUES (?, ?)"
-MEMORY_TAGS_OF = "SELECT id, tags FROM fl_memory WHERE id = ?"
+MIRROR_INSERT = (
+    "INSERT INTO fl_memory (id, type, content, tags, importance, task_id, created_at, "
+    "source_agent, source_model, source_adapter, producer_task_id, content_hash, hidden) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+TAG_INSERT = "INSERT OR IGNORE INTO fl_memory_tag (tag, importance, entry_id) VALUES (?, ?, ?)"
+MEMORY_TAGS_OF = "SELECT tags, importance FROM fl_memory WHERE id = ?"
 MEMORY_DELETE = "DELETE FROM fl_memory WHERE id = ?"
-TAG_DELETE = "DELETE FROM fl_memory_tag WHERE tag = ? AND entry_id = ?"
+TAG_DELETE = "DELETE FROM fl_memory_tag WHERE tag = ? AND importance = ? AND entry_id = ?"
 MEMORY_REWEIGHT = "UPDATE fl_memory SET importance = importance * ?"
+TAG_REWEIGHT = "UPDATE fl_memory_tag SET importance = importance * ?"
 MEMORY_EXISTS = "SELECT 1 FROM fl_memory WHERE id = ?"
 MEMORY_PRUNE_OLD = "SELECT id FROM fl_memory WHERE hidden = 0 AND created_at < ?"
 MEMORY_PRUNE_KEEP = (
     "SELECT id FROM fl_memory WHERE hidden = 0 ORDER BY importance DESC, created_at DESC, id DESC"
 )
 
-FACT_CURRENT_GET = (
-    "SELECT position FROM fl_fact_current WHERE scope = ? AND run_key = ? AND tag = ? AND key = ?"
+FACT_CURRENT_OF = (
+    "WITH v (scope, run_key, tag, key) AS (VALUES {rows}) "
+    "SELECT c.scope, c.run_key, c.tag, c.key, c.position "
+    "FROM v CROSS JOIN fl_fact_current c USING (scope, run_key, tag, key)"
 )
 FACT_CURRENT_PUT = (
     "INSERT OR REPLACE INTO fl_fact_current (scope, run_key, tag, key, position) "
@@ -178,22 +190,32 @@ ENTRIES = (
 FILTER_TYPE = " AND m.type = ?"
 FILTER_TAGS = " AND m.id IN (SELECT entry_id FROM fl_memory_tag WHERE tag IN ({marks}))"
 FILTER_ADAPTERS = " AND m.source_adapter IN ({marks})"
-RELEVANT = (
-    "SELECT " + ENTRY_COLUMNS + ", count(*) AS shared, m.hidden "
-    "FROM fl_memory_tag t JOIN fl_memory m ON m.id = t.entry_id "
-    "WHERE t.tag IN ({marks}) AND m.hidden & 2 = 0{filters} "
-    "GROUP BY m.id ORDER BY shared DESC, m.importance DESC, m.id DESC LIMIT ?"
+# Ranked reads walk each query tag's entries from the most important down (newest first among
+# equals), a chunk at a time, resuming below the last (importance, id) read. CROSS JOIN keeps
+# the tag list as the outer loop, so the walk follows its primary key and never sorts. They
+# read only what ranking needs; the entries that make the cut are then read by id.
+RANK_COLUMNS = "m.id, m.tags, m.importance, m.hidden, m.source_adapter"
+RANKED_FIRST = (
+    "SELECT " + RANK_COLUMNS + ", t.importance FROM fl_memory_tag t CROSS JOIN fl_memory m "
+    "ON m.id = t.entry_id WHERE t.tag = ?{filters} "
+    "ORDER BY t.importance DESC, t.entry_id DESC LIMIT ?"
 )
-NEWEST = (
-    "SELECT " + ENTRY_COLUMNS + ", 0 AS shared, m.hidden FROM fl_memory m "
-    "WHERE m.hidden & 2 = 0{filters} ORDER BY m.id DESC LIMIT ?"
+RANKED_AFTER = (
+    "SELECT " + RANK_COLUMNS + ", t.importance FROM fl_memory_tag t CROSS JOIN fl_memory m "
+    "ON m.id = t.entry_id WHERE t.tag = ? AND (t.importance, t.entry_id) < (?, ?){filters} "
+    "ORDER BY t.importance DESC, t.entry_id DESC LIMIT ?"
 )
+TAG_COUNT_UPTO = "SELECT count(*) FROM (SELECT 1 FROM fl_memory_tag WHERE tag = ? LIMIT ?)"
+NEWEST_FIRST = (
+    "SELECT " + RANK_COLUMNS + " FROM fl_memory m WHERE 1{filters} ORDER BY m.id DESC LIMIT ?"
+)
+NEWEST_AFTER = (
+    "SELECT " + RANK_COLUMNS + " FROM fl_memory m "
+    "WHERE m.id < ?{filters} ORDER BY m.id DESC LIMIT ?"
+)
+ENTRIES_BY_ID = "SELECT " + ENTRY_COLUMNS + " FROM fl_memory m WHERE m.id IN ({marks})"
 FILTER_VISIBLE = " AND m.hidden = 0"
-FILTER_TRUSTED = " AND (m.hidden = 0) AND ({trust})"
-FILTER_REFUSED = " AND (m.hidden <> 0 OR NOT ({trust}))"
-TRUST_UNTAGGED = "m.source_adapter IS NULL"
-TRUST_ADAPTERS = "m.source_adapter IN ({marks})"
-TRUST_NOTHING = "0"
+FILTER_NOT_SUPERSEDED = " AND m.hidden & 2 = 0"
 
 FACT_COLUMNS = (
     "f.tag, f.key, f.value, f.scope, f.producer_task_id, f.ts_ns, f.content_hash, f.position, "
@@ -212,9 +234,9 @@ FACT_HISTORY = (
     "SELECT " + FACT_COLUMNS + " FROM fl_fact f "
     "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.key = ? ORDER BY f.position"
 )
-FACT_REPLACED = (
-    "SELECT p.position, p.producer_task_id FROM fl_fact f JOIN fl_fact p "
-    "ON p.position = f.replaced_position WHERE f.position = ?"
+FACTS_REPLACED = (
+    "SELECT f.position, p.position, p.producer_task_id FROM fl_fact f JOIN fl_fact p "
+    "ON p.position = f.replaced_position WHERE f.position BETWEEN ? AND ?"
 )
 
 # -- receipts -------------------------------------------------------------------------------

@@ -195,8 +195,8 @@ class SQLiteMemoryStore:
         for index, row in enumerate(rows):
             if not isinstance(row, Mapping):
                 raise InvalidTypeError(f"rows[{index}] must be a dict, not {type(row).__name__}")
-            unknown = set(row) - ADD_KEYS
-            if unknown:
+            if not ADD_KEYS.issuperset(row):
+                unknown = set(row) - ADD_KEYS
                 raise InvalidInputError(
                     f"rows[{index}] has unknown keys: {sorted(unknown, key=repr)}"
                 )
@@ -232,8 +232,8 @@ class SQLiteMemoryStore:
             tags=check_tags(tags),
             importance=check_importance(importance),
             task_id=task,
-            source_agent=_label("source_agent", source_agent),
-            source_model=_label("source_model", source_model),
+            source_agent=check_identifier("source_agent", source_agent, allow_empty=True),
+            source_model=check_identifier("source_model", source_model, allow_empty=True),
         )
         return NewEvent(
             payload=payload,
@@ -384,12 +384,6 @@ class SQLiteMemoryStore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _label(name: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise InvalidTypeError(f"{name} must be str, not {_type_name(value)}")
-    return check_identifier(name, value, allow_empty=True)
 
 
 def _type_name(value: object) -> str:

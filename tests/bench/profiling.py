@@ -284,9 +284,8 @@ def relevant(folder: Path, count: int) -> None:
         from projections import sql
 
         plan = snap.execute(
-            "EXPLAIN QUERY PLAN "
-            + sql.RELEVANT.format(marks="?, ?, ?", filters=sql.FILTER_VISIBLE),
-            [*queries[0], 10],
+            "EXPLAIN QUERY PLAN " + sql.RANKED_FIRST.format(filters=sql.FILTER_VISIBLE),
+            [queries[0][0], 10],
         )
         print("  plan: " + "; ".join(str(row[-1]) for row in plan))
     store.close()

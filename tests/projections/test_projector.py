@@ -46,7 +46,7 @@ def test_checkpoints_advance_with_each_append(db_path: Path, store: SQLiteMemory
     """Each projector's checkpoint records the position it applied, in the same commit."""
     store.add("learning", "a")
     store.add_many([{"type": "learning", "content": "b"}, {"type": "learning", "content": "c"}])
-    assert {"knowledge": (1, 3), "receipts": (1, 3)} == checkpoints(db_path)
+    assert {"knowledge": (2, 3), "receipts": (1, 3)} == checkpoints(db_path)
 
 
 def test_reads_see_writes_immediately(store: SQLiteMemoryStore) -> None:
@@ -69,7 +69,7 @@ def test_store_catches_up_on_events_appended_without_projectors(
     assert ["after", "raw-2", "raw-1", "projected"] == [e.content for e in store.list()]
     bare.append(NewEvent(payload=MemoryAdded(type="learning", content="raw-3")))
     assert "raw-3" == make_store().list(limit=1)[0].content
-    assert {"knowledge": (1, 5), "receipts": (1, 5)} == checkpoints(db_path)
+    assert {"knowledge": (2, 5), "receipts": (1, 5)} == checkpoints(db_path)
 
 
 def test_version_change_rebuilds_the_projector(
@@ -82,12 +82,12 @@ def test_version_change_rebuilds_the_projector(
     store.remove(1)
     before = store.list()
     store.close()
-    monkeypatch.setattr(KnowledgeProjector, "version", 2)
+    monkeypatch.setattr(KnowledgeProjector, "version", 3)
     with structlog.testing.capture_logs() as logs:
         again = make_store()
     assert before == again.list()
-    assert {"knowledge": (2, 3), "receipts": (1, 3)} == checkpoints(db_path)
-    assert [("knowledge", "version 1 -> 2")] == [
+    assert {"knowledge": (3, 3), "receipts": (1, 3)} == checkpoints(db_path)
+    assert [("knowledge", "version 2 -> 3")] == [
         (e["projector"], e["reason"]) for e in logs if e["event"] == "projector_rebuild"
     ]
 
