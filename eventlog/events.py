@@ -137,6 +137,10 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
 )
 
 
+GENERATED_ID_PREFIX = "fl:"
+"""Event ids the log generates start with this; ids a caller gives may not."""
+
+
 class NewEvent(msgspec.Struct, frozen=True, kw_only=True):
     """An event to append. The log assigns position, timestamp (unless given) and hashes."""
 
@@ -145,7 +149,8 @@ class NewEvent(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str | None = None
     source_adapter: str | None = None
     event_id: str | None = None
-    """Give one to make a retry idempotent; the log generates a random one otherwise."""
+    """Give one to make a retry idempotent (it may not start with `fl:`); the log generates a
+    unique one otherwise."""
     ts_ns: int | None = None
     """Wall-clock nanoseconds; the log's clock is used when None. Attribution, not order."""
 

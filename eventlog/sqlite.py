@@ -36,7 +36,7 @@ from eventlog.errors import (
     LogBusyError,
     StorageError,
 )
-from eventlog.events import Envelope, NewEvent, Payload, RecordedEvent
+from eventlog.events import GENERATED_ID_PREFIX, Envelope, NewEvent, Payload, RecordedEvent
 
 log = structlog.get_logger("factledger.eventlog")
 T = TypeVar("T")
@@ -57,10 +57,14 @@ _SCHEMA = (
     )""",
     """CREATE TABLE IF NOT EXISTS fl_events (
         position INTEGER PRIMARY KEY,
-        event_id TEXT NOT NULL UNIQUE,
+        event_id TEXT NOT NULL,
         body BLOB NOT NULL,
         chain_hash BLOB NOT NULL
     )""",
+    # Ids the log generates are unique by construction and carry GENERATED_ID_PREFIX, which
+    # callers may not use; only caller-given ids need an index (and a page per commit).
+    """CREATE UNIQUE INDEX IF NOT EXISTS fl_events_caller_id ON fl_events (event_id)
+    WHERE substr(event_id, 1, 3) <> 'fl:'""",
     """CREATE TRIGGER IF NOT EXISTS fl_events_no_update BEFORE UPDATE ON fl_events
     BEGIN SELECT RAISE(ABORT, 'fl_events is append-only: UPDATE refused'); END""",
     """CREATE TRIGGER IF NOT EXISTS fl_events_no_delete BEFORE DELETE ON fl_events
@@ -75,7 +79,10 @@ _SQL_META_INSERT = "INSERT OR IGNORE INTO fl_log_meta (name, value) VALUES (?, ?
 _SQL_META_GET = "SELECT value FROM fl_log_meta WHERE name = ?"
 _SQL_HEAD = "SELECT position, chain_hash FROM fl_events ORDER BY position DESC LIMIT 1"
 _SQL_INSERT = "INSERT INTO fl_events (position, event_id, body, chain_hash) VALUES (?, ?, ?, ?)"
-_SQL_BY_EVENT_ID = "SELECT position, body, chain_hash FROM fl_events WHERE event_id = ?"
+_SQL_BY_EVENT_ID = (
+    "SELECT position, body, chain_hash FROM fl_events "
+    "WHERE event_id = ? AND substr(event_id, 1, 3) <> 'fl:'"
+)
 _SQL_SCAN = (
     "SELECT position, event_id, body, chain_hash FROM fl_events "
     "WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
@@ -352,6 +359,11 @@ class SQLiteEventLog:
             event_id, caller_id = new_event_id(), False
         else:
             event_id, caller_id = check_identifier("event_id", event.event_id), True
+            if event_id.startswith(GENERATED_ID_PREFIX):
+                raise InvalidInputError(
+                    f"event ids starting with {GENERATED_ID_PREFIX!r} are reserved for ids the "
+                    "log generates"
+                )
         ts_ns = check_ts_ns(self._clock_ns() if event.ts_ns is None else event.ts_ns)
         return _Prepared(event, event_id, caller_id, ts_ns, content_hash(data))
 
@@ -383,7 +395,7 @@ def new_event_id() -> str:
     Ids of events appended close in time sort close together, which keeps the unique index
     on event ids appending at its right edge instead of touching a random page per event.
     """
-    return f"{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
+    return f"{GENERATED_ID_PREFIX}{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
 
 
 class _WriteScope:

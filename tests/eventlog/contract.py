@@ -154,6 +154,14 @@ class LogContract:
             log.append(memory("not x", event_id="evt-1"))
         assert head == log.head()
 
+    def test_generated_ids_are_unique_and_reserved(self, log: EventLog) -> None:
+        """Generated ids carry the reserved 'fl:' prefix, differ, and callers cannot use it."""
+        ids = [r.event_id for r in log.append_many([memory(str(i)) for i in range(50)])]
+        assert 50 == len(set(ids)) and all(i.startswith("fl:") for i in ids)
+        with pytest.raises(InvalidInputError, match="reserved"):
+            log.append(memory(event_id=ids[0]))
+        assert 50 == log.head().position
+
     def test_duplicate_event_id_in_one_batch_is_refused(self, log: EventLog) -> None:
         """Two events with one event_id in a batch are refused before anything is written."""
         with pytest.raises(InvalidInputError, match="twice"):
