@@ -17,9 +17,11 @@ from typing import Any, Protocol
 
 import structlog
 
-from eventlog import EventLog, LogTransaction, NewEvent, RecordedEvent
+from eventlog import CorruptLogError, EventLog, Head, LogTransaction, NewEvent, RecordedEvent
 from eventlog.chain import genesis
 from projections import sql
+from projections.reads import Readable
+from projections.tables import table_chunks
 
 log = structlog.get_logger("factledger.projections")
 
@@ -167,6 +169,41 @@ class Projection:
                         sql.CHECKPOINT_ADVANCE, (last.position, last.chain_hash, projector.name)
                     )
                     applied[projector.name] = last.position
+
+    def replace(self, source: Readable, folded: Head) -> int:
+        """Replace every projector's tables with `source`'s (a read model folded from this log
+        up to `folded`), fold what was appended since, and reset the checkpoints: one write
+        transaction, so readers see the old read model or the new one, and no append is lost.
+        Returns the position the read model is at afterwards."""
+        with self._log.transaction() as tx:
+            if folded.position and (
+                next(tx.read(folded.position - 1, folded.position)).chain_hash != folded.chain_hash
+            ):
+                raise CorruptLogError(
+                    f"the log changed at or before position {folded.position} while the read "
+                    "model was being refolded; nothing was replaced",
+                    position=folded.position,
+                )
+            for projector in self._projectors:
+                for table in projector.tables:
+                    tx.execute(f"DROP TABLE IF EXISTS {table}")
+                projector.create(tx)
+                for table in projector.tables:
+                    for chunk in table_chunks(source, table):
+                        marks = ", ".join("?" * len(chunk[0]))
+                        tx.executemany(sql.TABLE_INSERT.format(table=table, marks=marks), chunk)
+            for batch in _batches(tx.read(after=folded.position)):
+                for projector in self._projectors:
+                    projector.apply(tx, batch)
+            head = tx.head()
+            tx.execute(sql.CHECKPOINT_DDL)
+            for projector in self._projectors:
+                tx.execute(
+                    sql.CHECKPOINT_PUT,
+                    (projector.name, projector.version, head.position, head.chain_hash),
+                )
+        self._known = head.position
+        return head.position
 
     def transaction(self) -> AbstractContextManager[ProjectedTransaction]:
         """A write transaction whose appends are folded by every projector before commit."""

@@ -19,6 +19,7 @@ CHECKPOINT_PUT = (
     "INSERT OR REPLACE INTO fl_projector_checkpoint (name, version, position, chain_hash) "
     "VALUES (?, ?, ?, ?)"
 )
+TABLE_INSERT = "INSERT INTO {table} VALUES ({marks})"
 CHECKPOINT_ADVANCE = (
     "UPDATE fl_projector_checkpoint SET position = ?, chain_hash = ? WHERE name = ?"
 )

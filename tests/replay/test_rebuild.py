@@ -23,7 +23,7 @@ from eventlog import (
     StorageError,
     open_log,
 )
-from projections import CrossTaskKB, SQLiteMemoryStore, load_persistent_memory
+from projections import CrossTaskKB, SQLiteMemoryStore, load_persistent_memory, sql
 from projections import tables as tables_module
 from projections.scratch import ScratchDatabase
 from projections.tables import table_digest, table_rows
@@ -326,7 +326,7 @@ def test_failed_swap_leaves_the_live_model_untouched(
     populate(store)
     tamper(db_path, "UPDATE fl_memory SET content = 'poisoned' WHERE id = 2")
     before = live_rows(db_path)
-    monkeypatch.setattr(rebuild_module, "_COPY", "INSERT INTO main.{table} SELECT * FROM nowhere")
+    monkeypatch.setattr(sql, "TABLE_INSERT", "INSERT INTO {table} SELECT * FROM nowhere")
     with pytest.raises(StorageError):
         rebuild(db_path, swap=True)
     assert before == live_rows(db_path)
