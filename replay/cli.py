@@ -394,7 +394,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"database path (default: $FACTLEDGER_DB, else {DEFAULT_DB})",
     )
     common.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    parser = _Parser(prog="factledger", description=__doc__)
+    parser = _Parser(
+        prog="factledger",
+        description="Shared agent memory on an append-only, hash-chained log: who wrote every "
+        "byte, every version, and the audit trail behind every prompt. New here? Run "
+        "`factledger demo`.",
+        epilog="Every command takes --db PATH (default $FACTLEDGER_DB, else "
+        f"{DEFAULT_DB}) and --json. `factledger COMMAND --help` describes one command.",
+    )
     parser.add_argument("--version", action="version", version=f"factledger {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     built = {
