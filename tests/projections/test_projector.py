@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import structlog
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from eventlog import MemoryAdded, NewEvent, QuarantineApplied, QuarantineReleased, open_log
+from eventlog import MemoryAdded, NewEvent, open_log
 from projections import CrossTaskKB, SQLiteMemoryStore, default_projectors, fold
 from projections.knowledge import KnowledgeProjector
 from projections.scratch import ScratchDatabase
 from projections.tables import table_rows
+from tests.histories import HISTORIES, Operation, play
 
 StoreFactory = Callable[..., SQLiteMemoryStore]
 
@@ -125,65 +125,14 @@ def test_dropped_read_model_is_rebuilt_from_the_log(
     assert before == live_tables(make_store())
 
 
-OPERATIONS = st.lists(
-    st.one_of(
-        st.tuples(
-            st.just("add"),
-            st.sampled_from(["learning", "decision", "cross_task"]),
-            st.lists(st.sampled_from(["a", "b", "%", "a_b"]), max_size=3),
-            st.sampled_from([None, "codex", "claude-code"]),
-            st.floats(0, 1),
-        ),
-        st.tuples(st.just("remove"), st.integers(1, 30)),
-        st.tuples(
-            st.just("publish"),
-            st.sampled_from(["run", "project"]),
-            st.sampled_from(["k1", "k2"]),
-            st.text(max_size=5),
-            st.sampled_from([None, "codex"]),
-        ),
-        st.tuples(st.just("decay"), st.sampled_from([0.5, 0.9, 1.0])),
-        st.tuples(st.just("prune"), st.integers(0, 5)),
-        st.tuples(st.just("recall"), st.lists(st.sampled_from(["a", "b", "api"]), max_size=2)),
-        st.tuples(st.just("quarantine"), st.sampled_from(["codex", "claude-code"])),
-        st.tuples(st.just("release")),
-    ),
-    max_size=25,
-)
-
-
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(operations=OPERATIONS)
+@given(operations=HISTORIES)
 def test_rebuild_from_empty_equals_inline_projection(
-    tmp_path: Path, operations: list[tuple]
-) -> None:  # type: ignore[type-arg]
+    tmp_path: Path, operations: list[Operation]
+) -> None:
     """Folding the whole log into empty tables yields exactly what inline projection wrote."""
-    from projections import load_persistent_memory
-
     with SQLiteMemoryStore(tmp_path / f"{len(list(tmp_path.iterdir()))}.db") as store:
-        kb = CrossTaskKB(store, run_id="run-1", producer_task_id="task")
-        quarantines: list[int] = []
-        for op in operations:
-            if op[0] == "add":
-                store.add(op[1], "content", op[2], op[4], source_adapter=op[3])
-            elif op[0] == "remove":
-                store.remove(op[1])
-            elif op[0] == "publish":
-                kb.publish("api", op[2], op[3], scope=op[1], source_adapter=op[4])
-            elif op[0] == "decay":
-                store.decay_importance(op[1])
-            elif op[0] == "prune":
-                store.prune(max_entries=op[1], max_age_days=365)
-            elif op[0] == "recall":
-                load_persistent_memory(store, op[1], task_id="t")
-            elif op[0] == "quarantine":
-                event = NewEvent(payload=QuarantineApplied(reason="r", match_source_adapter=op[1]))
-                quarantines.append(store._append([event])[0].position)
-            elif quarantines:
-                event = NewEvent(
-                    payload=QuarantineReleased(quarantine_position=quarantines.pop(), reason="r")
-                )
-                store._append([event])
+        play(store, operations)
         assert refolded_tables(store) == live_tables(store)

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from eventlog import (
     InvalidInputError,
@@ -29,6 +28,7 @@ from projections.scratch import ScratchDatabase
 from projections.tables import table_digest, table_rows
 from replay.rebuild import RebuildReport, rebuild
 from replay.render import to_json, to_text
+from tests.histories import HISTORIES, play
 
 rebuild_module = importlib.import_module("replay.rebuild")  # the package exports the function
 
@@ -226,76 +226,17 @@ def test_empty_log_rebuilds_to_empty_tables(db_path: Path, store: SQLiteMemorySt
     assert (0, True, 0) == (report.events, report.matches, report.swapped_at)
 
 
-OPERATIONS = st.lists(
-    st.one_of(
-        st.tuples(
-            st.just("add"),
-            st.sampled_from(["learning", "decision"]),
-            st.lists(st.sampled_from(["a", "b", "api"]), max_size=3),
-            st.sampled_from([None, "codex", "claude-code"]),
-            st.floats(0, 1),
-        ),
-        st.tuples(st.just("add_many"), st.integers(1, 3), st.sampled_from([None, "codex"])),
-        st.tuples(st.just("remove"), st.integers(1, 30)),
-        st.tuples(
-            st.just("publish"),
-            st.sampled_from(["run", "project"]),
-            st.sampled_from(["k1", "k2"]),
-            st.text(max_size=5),
-            st.sampled_from([None, "codex"]),
-        ),
-        st.tuples(st.just("decay"), st.sampled_from([0.5, 0.9, 1.0])),
-        st.tuples(st.just("prune"), st.integers(0, 5)),
-        st.tuples(st.just("recall"), st.lists(st.sampled_from(["a", "api"]), max_size=2)),
-        st.tuples(st.just("quarantine"), st.sampled_from(["codex", "claude-code"])),
-        st.tuples(st.just("release")),
-    ),
-    max_size=20,
-)
-
-
-def apply_operations(store: SQLiteMemoryStore, operations: list[tuple[Any, ...]]) -> None:
-    kb = CrossTaskKB(store, run_id="run-1", producer_task_id="task")
-    quarantines: list[int] = []
-    for op in operations:
-        if op[0] == "add":
-            store.add(op[1], "content", op[2], op[4], source_adapter=op[3])
-        elif op[0] == "add_many":
-            store.add_many(
-                [
-                    {"type": "learning", "content": f"m{i}", "source_adapter": op[2]}
-                    for i in range(op[1])
-                ]
-            )
-        elif op[0] == "remove":
-            store.remove(op[1])
-        elif op[0] == "publish":
-            kb.publish("api", op[2], op[3], scope=op[1], source_adapter=op[4])
-        elif op[0] == "decay":
-            store.decay_importance(op[1])
-        elif op[0] == "prune":
-            store.prune(max_entries=op[1], max_age_days=365)
-        elif op[0] == "recall":
-            load_persistent_memory(store, op[1], task_id="t")
-        elif op[0] == "quarantine":
-            event = NewEvent(payload=QuarantineApplied(reason="r", match_source_adapter=op[1]))
-            quarantines.append(store._append([event])[0].position)
-        elif quarantines:
-            release = QuarantineReleased(quarantine_position=quarantines.pop(), reason="r")
-            store._append([NewEvent(payload=release)])
-
-
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(operations=OPERATIONS)
+@given(operations=HISTORIES)
 def test_rebuild_equals_live_after_random_histories(
     tmp_path: Path, operations: list[tuple[Any, ...]]
 ) -> None:
     """Whatever the history, the refold's digests equal the live model's, table by table."""
     path = tmp_path / f"{len(list(tmp_path.iterdir()))}.db"
     with SQLiteMemoryStore(path) as store:
-        apply_operations(store, operations)
+        play(store, operations)
         report = rebuild(path)
         assert [] == [t.table for t in report.tables if not t.matches]
         assert report.matches
