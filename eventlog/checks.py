@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 from collections.abc import Iterable
 
@@ -118,3 +119,21 @@ def check_finite(name: str, value: object) -> float:
     if not math.isfinite(number):
         raise InvalidInputError(f"{name} must be finite, got {value!r}")
     return number
+
+
+def check_path(path: object) -> str:
+    """A file path as text; refuses what no file system can name, before touching one."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidTypeError(f"path must be str or os.PathLike[str], not {type(path).__name__}")
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise InvalidTypeError(f"path must be str or os.PathLike[str], not {type(text).__name__}")
+    if "\x00" in text:
+        raise InvalidInputError("path must not contain NUL")
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"path is not valid Unicode: lone surrogate at index {exc.start}"
+        ) from None
+    return text

@@ -14,37 +14,30 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
 
-import msgspec
 import structlog
 
 from eventlog import chain
 from eventlog.backend import Durability, Head, Row, StoredRow
 from eventlog.checks import (
     MAX_CONTENT_BYTES,
-    check_content,
-    check_identifier,
-    check_optional_identifier,
-    check_ts_ns,
+    check_path,
 )
-from eventlog.codec import content_hash, decode_record, encode_envelope
+from eventlog.codec import decode_record
+from eventlog.drafts import Prepared, check_distinct_ids, prepare, same_event, seal
 from eventlog.errors import (
-    CorruptLogError,
     EventIdConflictError,
     FactledgerError,
     InvalidInputError,
-    InvalidTypeError,
     LogBusyError,
     StorageError,
 )
-from eventlog.events import GENERATED_ID_PREFIX, Envelope, NewEvent, Payload, RecordedEvent
+from eventlog.events import NewEvent, RecordedEvent
 
 log = structlog.get_logger("factledger.eventlog")
 T = TypeVar("T")
 
 MEMORY = ":memory:"
 LOG_FORMAT = "factledger-log/1"
-MAX_EVENT_BYTES = 8 * 1024 * 1024
-"""Hard limit on one event's stored bytes (content is limited separately, to 1 MiB)."""
 SCAN_CHUNK = 1024
 WAL_AUTOCHECKPOINT_PAGES = 4000
 """Fold the WAL back into the database every ~16 MiB rather than SQLite's default ~4 MiB:
@@ -91,16 +84,6 @@ _SQL_SCAN = (
 _BUSY_MARKERS = ("database is locked", "database is busy", "database table is locked")
 
 
-class _Prepared(msgspec.Struct, frozen=True):
-    """A checked draft, ready to be given a position."""
-
-    event: NewEvent
-    event_id: str
-    caller_event_id: bool
-    ts_ns: int
-    content_hash: str
-
-
 def _is_busy(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and any(
         marker in str(exc) for marker in _BUSY_MARKERS
@@ -142,7 +125,7 @@ class SQLiteEventLog:
     ) -> None:
         if durability not in ("full", "fast"):
             raise InvalidInputError(f"durability must be 'full' or 'fast', got {durability!r}")
-        self._path = _checked_path(path)
+        self._path = check_path(path)
         self._where = "in-memory database" if self._path == MEMORY else f"database {self._path}"
         self._durability: Durability = durability
         self._read_only = read_only
@@ -337,66 +320,6 @@ class SQLiteEventLog:
         with self._lock:
             self._conn.close()
 
-    # -- appending -----------------------------------------------------------------------
-
-    def prepare(self, event: NewEvent) -> _Prepared:
-        """Check a draft and fix its id, timestamp and content hash (no storage touched)."""
-        if not isinstance(event, NewEvent):
-            raise InvalidTypeError(f"expected a NewEvent, got {type(event).__name__}")
-        if not isinstance(event.payload, Payload):
-            raise InvalidTypeError(
-                f"payload must be an event payload, not {type(event.payload).__name__}"
-            )
-        check_identifier("producer_task_id", event.producer_task_id, allow_empty=True)
-        check_optional_identifier("run_id", event.run_id)
-        check_optional_identifier("source_adapter", event.source_adapter)
-        data = check_content(
-            f"{event.payload.kind} content",
-            event.payload.written_text(),
-            max_bytes=self._max_content_bytes,
-        )
-        if event.event_id is None:
-            event_id, caller_id = new_event_id(), False
-        else:
-            event_id, caller_id = check_identifier("event_id", event.event_id), True
-            if event_id.startswith(GENERATED_ID_PREFIX):
-                raise InvalidInputError(
-                    f"event ids starting with {GENERATED_ID_PREFIX!r} are reserved for ids the "
-                    "log generates"
-                )
-        ts_ns = check_ts_ns(self._clock_ns() if event.ts_ns is None else event.ts_ns)
-        return _Prepared(event, event_id, caller_id, ts_ns, content_hash(data))
-
-
-def _checked_path(path: str | os.PathLike[str]) -> str:
-    """The database path as text; refuses what no file system can name, before touching one."""
-    try:
-        text = os.fspath(path)
-    except TypeError:
-        raise InvalidTypeError(
-            f"path must be str or os.PathLike[str], not {type(path).__name__}"
-        ) from None
-    if not isinstance(text, str):
-        raise InvalidTypeError(f"path must be str or os.PathLike[str], not {type(text).__name__}")
-    if "\x00" in text:
-        raise InvalidInputError("path must not contain NUL")
-    try:
-        os.fsencode(text)
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(
-            f"path is not valid Unicode: lone surrogate at index {exc.start}"
-        ) from None
-    return text
-
-
-def new_event_id() -> str:
-    """A random event id laid out like a UUIDv7: a millisecond timestamp, then 80 random bits.
-
-    Ids of events appended close in time sort close together, which keeps the unique index
-    on event ids appending at its right edge instead of touching a random page per event.
-    """
-    return f"{GENERATED_ID_PREFIX}{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
-
 
 class _WriteScope:
     """One write transaction on a log handle: the handle's lock and SQLite's write lock are
@@ -528,10 +451,12 @@ class _Transaction(_Snapshot):
         return self.append_many([event])[0]
 
     def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
-        prepared = [self._owner.prepare(event) for event in events]
-        given = [p.event_id for p in prepared if p.caller_event_id]
-        if len(given) != len(set(given)):
-            raise InvalidInputError("the same event_id appears twice in one append")
+        owner = self._owner
+        prepared = [
+            prepare(event, clock_ns=owner._clock_ns, max_content_bytes=owner._max_content_bytes)
+            for event in events
+        ]
+        check_distinct_ids(prepared)
         position, previous = self._head_raw()
         rows: list[tuple[int, str, bytes, bytes]] = []
         records: list[RecordedEvent] = []
@@ -541,16 +466,15 @@ class _Transaction(_Snapshot):
                 records.append(existing)
                 continue
             position += 1
-            body = _encode_checked(item, position)
-            previous = chain.link(previous, chain.leaf_hash(body))
+            body, previous, record = seal(item, position, previous)
             rows.append((position, item.event_id, body, previous))
-            records.append(_read_back(body, position, previous))
+            records.append(record)
         if rows:
             self._run(lambda: self._conn.executemany(_SQL_INSERT, rows), "append to")
         self._head = (position, previous)
         return records
 
-    def _existing(self, item: _Prepared) -> RecordedEvent | None:
+    def _existing(self, item: Prepared) -> RecordedEvent | None:
         """The recorded event a retry refers to, or None; a different event is a conflict."""
         row = self._run(
             lambda: self._conn.execute(_SQL_BY_EVENT_ID, (item.event_id,)).fetchone(), "read"
@@ -558,14 +482,7 @@ class _Transaction(_Snapshot):
         if row is None:
             return None
         record = decode_record(bytes(row[1]), position=row[0], chain_hash=bytes(row[2]).hex())
-        draft = item.event
-        same = (
-            record.payload == draft.payload
-            and record.producer_task_id == draft.producer_task_id
-            and record.run_id == draft.run_id
-            and record.source_adapter == draft.source_adapter
-        )
-        if not same:
+        if not same_event(record, item.event):
             raise EventIdConflictError(
                 f"event_id {item.event_id!r} is already used by a different event "
                 f"at position {record.position}"
@@ -592,36 +509,3 @@ def _stored_bytes(value: object) -> bytes:
     if isinstance(value, str):
         return value.encode("utf-8", "surrogatepass")
     return str(value).encode("utf-8")
-
-
-def _read_back(body: bytes, position: int, chain_value: bytes) -> RecordedEvent:
-    """Decode what is about to be stored, so nothing undecodable is ever written."""
-    try:
-        return decode_record(body, position=position, chain_hash=chain_value.hex())
-    except CorruptLogError as exc:
-        raise InvalidInputError(f"event does not match its schema: {exc}") from None
-
-
-def _encode_checked(item: _Prepared, position: int) -> bytes:
-    """Encode an event at `position`, refusing anything the typed decoder would not read back."""
-    draft = item.event
-    envelope = Envelope(
-        position=position,
-        event_id=item.event_id,
-        ts_ns=item.ts_ns,
-        producer_task_id=draft.producer_task_id,
-        run_id=draft.run_id,
-        source_adapter=draft.source_adapter,
-        content_hash=item.content_hash,
-        payload=draft.payload,
-    )
-    try:
-        body = encode_envelope(envelope)
-    except (msgspec.EncodeError, TypeError, ValueError, UnicodeError) as exc:
-        raise InvalidInputError(f"{draft.payload.kind} event cannot be encoded: {exc}") from None
-    if len(body) > MAX_EVENT_BYTES:
-        raise InvalidInputError(
-            f"{draft.payload.kind} event is {len(body)} bytes encoded; "
-            f"the limit is {MAX_EVENT_BYTES}"
-        )
-    return body

@@ -28,11 +28,10 @@ import structlog
 
 from eventlog import ChainBreak, EventLog, InvalidTypeError, Problem, StoredRow, open_log
 from eventlog.chain import genesis
-from eventlog.checks import check_position
+from eventlog.checks import check_path, check_position
 from eventlog.verify import ChainWalker
 from replay.checkpoints import Checkpoint
 from replay.merkle import CompactRange
-from replay.merkle_index import check_path
 
 log = structlog.get_logger("factledger.replay")
 

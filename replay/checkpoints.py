@@ -28,8 +28,8 @@ import msgspec
 
 from eventlog import InvalidInputError, InvalidTypeError, StorageError
 from eventlog.chain import HASH_SIZE
-from eventlog.checks import check_identifier, check_position
-from replay.merkle_index import check_path, open_index
+from eventlog.checks import check_identifier, check_path, check_position
+from replay.merkle_index import open_index
 
 ORIGIN_PREFIX = "factledger/"
 CHAIN_PREFIX = "chain "

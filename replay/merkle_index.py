@@ -23,12 +23,12 @@ from eventlog import (
     CorruptLogError,
     EventLog,
     InvalidInputError,
-    InvalidTypeError,
     ReadSnapshot,
     StorageError,
     open_log,
 )
 from eventlog.chain import genesis, leaf_hash
+from eventlog.checks import check_path
 from eventlog.verify import ChainWalker
 from projections import TableWriter
 from projections.scratch import ScratchDatabase
@@ -350,12 +350,6 @@ def open_index(
         event_log.close()
         if scratch is not None:
             scratch.close()
-
-
-def check_path(path: object) -> None:
-    """Refuse a database or key path that is not a str or os.PathLike."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise InvalidTypeError(f"expected a path (str or os.PathLike), not {type(path).__name__}")
 
 
 def _writable(path: Path) -> bool:

@@ -1,0 +1,127 @@
+"""From a draft to stored bytes: what every log backend does the same way.
+
+A backend checks each draft (`prepare`), gives it the next position under its write lock,
+and `seal`s it: the canonical bytes, the chain value after it, and the record those bytes
+decode to. Decoding what is about to be stored guarantees nothing undecodable is written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from eventlog import chain
+from eventlog.checks import (
+    check_content,
+    check_identifier,
+    check_optional_identifier,
+    check_ts_ns,
+)
+from eventlog.codec import content_hash, decode_record, encode_envelope
+from eventlog.errors import CorruptLogError, InvalidInputError, InvalidTypeError
+from eventlog.events import GENERATED_ID_PREFIX, Envelope, NewEvent, Payload, RecordedEvent
+
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+"""Hard limit on one event's stored bytes (content is limited separately, to 1 MiB)."""
+
+
+class Prepared(msgspec.Struct, frozen=True):
+    """A checked draft, ready to be given a position."""
+
+    event: NewEvent
+    event_id: str
+    caller_event_id: bool
+    ts_ns: int
+    content_hash: str
+
+
+def new_event_id() -> str:
+    """A random event id laid out like a UUIDv7: a millisecond timestamp, then 80 random bits.
+
+    Ids of events appended close in time sort close together, and the reserved prefix keeps
+    them apart from every id a caller can give.
+    """
+    return f"{GENERATED_ID_PREFIX}{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
+
+
+def prepare(event: object, *, clock_ns: Callable[[], int], max_content_bytes: int) -> Prepared:
+    """Check a draft and fix its id, timestamp and content hash (no storage touched)."""
+    if not isinstance(event, NewEvent):
+        raise InvalidTypeError(f"expected a NewEvent, got {type(event).__name__}")
+    if not isinstance(event.payload, Payload):
+        raise InvalidTypeError(
+            f"payload must be an event payload, not {type(event.payload).__name__}"
+        )
+    check_identifier("producer_task_id", event.producer_task_id, allow_empty=True)
+    check_optional_identifier("run_id", event.run_id)
+    check_optional_identifier("source_adapter", event.source_adapter)
+    data = check_content(
+        f"{event.payload.kind} content", event.payload.written_text(), max_bytes=max_content_bytes
+    )
+    if event.event_id is None:
+        event_id, caller_id = new_event_id(), False
+    else:
+        event_id, caller_id = check_identifier("event_id", event.event_id), True
+        if event_id.startswith(GENERATED_ID_PREFIX):
+            raise InvalidInputError(
+                f"event ids starting with {GENERATED_ID_PREFIX!r} are reserved for ids the "
+                "log generates"
+            )
+    ts_ns = check_ts_ns(clock_ns() if event.ts_ns is None else event.ts_ns)
+    return Prepared(event, event_id, caller_id, ts_ns, content_hash(data))
+
+
+def check_distinct_ids(prepared: Sequence[Prepared]) -> None:
+    """Refuse a batch that gives the same event id twice."""
+    given = [p.event_id for p in prepared if p.caller_event_id]
+    if len(given) != len(set(given)):
+        raise InvalidInputError("the same event_id appears twice in one append")
+
+
+def seal(item: Prepared, position: int, previous: bytes) -> tuple[bytes, bytes, RecordedEvent]:
+    """The stored bytes of `item` at `position`, the chain value after it, and its record."""
+    body = _encode_checked(item, position)
+    chain_value = chain.link(previous, chain.leaf_hash(body))
+    try:
+        record = decode_record(body, position=position, chain_hash=chain_value.hex())
+    except CorruptLogError as exc:
+        raise InvalidInputError(f"event does not match its schema: {exc}") from None
+    return body, chain_value, record
+
+
+def same_event(record: RecordedEvent, draft: NewEvent) -> bool:
+    """Whether a retry's draft is the event already recorded under its id."""
+    return (
+        record.payload == draft.payload
+        and record.producer_task_id == draft.producer_task_id
+        and record.run_id == draft.run_id
+        and record.source_adapter == draft.source_adapter
+    )
+
+
+def _encode_checked(item: Prepared, position: int) -> bytes:
+    """Encode an event at `position`, refusing anything too large or unencodable."""
+    draft = item.event
+    envelope = Envelope(
+        position=position,
+        event_id=item.event_id,
+        ts_ns=item.ts_ns,
+        producer_task_id=draft.producer_task_id,
+        run_id=draft.run_id,
+        source_adapter=draft.source_adapter,
+        content_hash=item.content_hash,
+        payload=draft.payload,
+    )
+    try:
+        body = encode_envelope(envelope)
+    except (msgspec.EncodeError, TypeError, ValueError, UnicodeError) as exc:
+        raise InvalidInputError(f"{draft.payload.kind} event cannot be encoded: {exc}") from None
+    if len(body) > MAX_EVENT_BYTES:
+        raise InvalidInputError(
+            f"{draft.payload.kind} event is {len(body)} bytes encoded; "
+            f"the limit is {MAX_EVENT_BYTES}"
+        )
+    return body
