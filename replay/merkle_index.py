@@ -28,11 +28,11 @@ from eventlog import (
     open_log,
 )
 from eventlog.chain import genesis, leaf_hash
-from eventlog.checks import check_path
 from eventlog.verify import ChainWalker
 from projections import TableWriter
 from projections.scratch import ScratchDatabase
 from replay.merkle import CompactRange, Node, Span, fold, perfect_hash, pieces
+from replay.readers import release, shared_reader
 
 log = structlog.get_logger("factledger.replay")
 
@@ -314,42 +314,54 @@ def open_index(
     """The index of the log at `db_path`, caught up to cover a tree of `size` (default: head).
 
     Refuses a log whose id is not `log_id` (when given) or that has fewer than `size` events.
+    Proofs read through a kept handle (`replay.readers`); catching the index up in the file
+    writes through a handle of its own, opened after the kept one is released, so the writer
+    is the last to close (and folds the WAL back in) as it would be without the kept handle.
     """
-    check_path(db_path)
-    event_log = open_log(db_path, read_only=True)
-    scratch: ScratchDatabase | None = None
-    try:
-        tables = _LogTables(event_log)
+    with shared_reader(db_path) as reader:
+        tables = _LogTables(reader)
         with tables.held() as snap:
             head = snap.head().position
-            if log_id is not None and event_log.log_id != log_id:
-                raise InvalidInputError(
-                    f"the checkpoint is for log {log_id}, but {db_path} holds log "
-                    f"{event_log.log_id}"
-                )
-            wanted = head if size is None else size
-            if wanted > head:
-                raise InvalidInputError(
-                    f"the log holds {head} events, fewer than the {wanted} the checkpoint "
-                    "covers; run verify with that checkpoint"
-                )
-            index = MerkleIndex(event_log, tables, head)
+            wanted = _wanted(db_path, reader.log_id, head, size, log_id)
+            index = MerkleIndex(reader, tables, head)
             current = index.covers(wanted - wanted % TILE)
-        if not current and _writable(Path(db_path)):
-            event_log.close()
-            event_log = open_log(db_path)
-            index = MerkleIndex(event_log, _LogTables(event_log), head)
-            index.catch_up(head - head % TILE)
-        elif not current:
-            scratch = ScratchDatabase()
-            index = MerkleIndex(event_log, _ScratchTables(scratch), head)
-            index.catch_up(wanted - wanted % TILE)
+        if current:
+            with index.reading():
+                yield index
+            return
+        if not _writable(Path(db_path)):
+            with ScratchDatabase() as scratch:
+                index = MerkleIndex(reader, _ScratchTables(scratch), head)
+                index.catch_up(wanted - wanted % TILE)
+                with index.reading():
+                    yield index
+            return
+    release(db_path)
+    writer = open_log(db_path)
+    try:
+        index = MerkleIndex(writer, _LogTables(writer), head)
+        index.catch_up(head - head % TILE)
         with index.reading():
             yield index
     finally:
-        event_log.close()
-        if scratch is not None:
-            scratch.close()
+        writer.close()
+
+
+def _wanted(
+    db_path: str | os.PathLike[str], found_id: str, head: int, size: int | None, log_id: str | None
+) -> int:
+    """The tree size asked for, after refusing another log or a size past the head."""
+    if log_id is not None and found_id != log_id:
+        raise InvalidInputError(
+            f"the checkpoint is for log {log_id}, but {db_path} holds log {found_id}"
+        )
+    wanted = head if size is None else size
+    if wanted > head:
+        raise InvalidInputError(
+            f"the log holds {head} events, fewer than the {wanted} the checkpoint "
+            "covers; run verify with that checkpoint"
+        )
+    return wanted
 
 
 def _writable(path: Path) -> bool:
