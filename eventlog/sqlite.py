@@ -294,9 +294,9 @@ class SQLiteEventLog:
         self, after: int = 0, limit: int | None = None, *, until: int | None = None
     ) -> Iterator[RecordedEvent]:
         """Events after position `after` (up to `until`, at most `limit`), in position order."""
-        rows = self.scan(after, until)
-        for row in rows if limit is None else itertools.islice(rows, limit):
-            yield decode_record(row.body, position=row.position, chain_hash=row.chain_hash.hex())
+        last = until if until is not None else self.head().position
+        events = _decoded(self._fetcher(last), after, last)
+        return events if limit is None else itertools.islice(events, limit)
 
     def scan(self, after: int = 0, until: int | None = None) -> Iterator[StoredRow]:
         """Stored rows after `after` up to `until` (default: the head when the scan began).
@@ -305,6 +305,10 @@ class SQLiteEventLog:
         and writers are not blocked for the length of the scan.
         """
         last = until if until is not None else self.head().position
+        return _chunked(self._fetcher(last), after, last)
+
+    def _fetcher(self, last: int) -> Callable[[int], list[Row]]:
+        """Fetch one chunk of rows after a position, holding the handle only while it runs."""
 
         def fetch(start: int) -> list[Row]:
             with self._lock:
@@ -313,7 +317,7 @@ class SQLiteEventLog:
                     "read",
                 )
 
-        return _chunked(fetch, after, last)
+        return fetch
 
     def close(self) -> None:
         """Close the connection. The handle must not be used afterwards."""
@@ -422,8 +426,7 @@ class _Snapshot:
                 "read",
             )
 
-        for row in _chunked(fetch, after, last):
-            yield decode_record(row.body, position=row.position, chain_hash=row.chain_hash.hex())
+        return _decoded(fetch, after, last)
 
     def _run(self, work: Callable[[], T], action: str) -> T:
         try:
@@ -490,20 +493,37 @@ class _Transaction(_Snapshot):
         return record
 
 
-def _chunked(fetch: Callable[[int], list[Row]], after: int, last: int) -> Iterator[StoredRow]:
-    """Rows after `after` up to `last`, fetched a chunk at a time by keyset on position."""
+def _chunks(fetch: Callable[[int], list[Row]], after: int, last: int) -> Iterator[list[Row]]:
+    """Raw rows after `after` up to `last`, a chunk at a time, by keyset on position."""
     while after < last:
         rows = fetch(after)
         if not rows:
             return
+        yield rows
+        after = rows[-1][0]
+
+
+def _chunked(fetch: Callable[[int], list[Row]], after: int, last: int) -> Iterator[StoredRow]:
+    """Stored rows after `after` up to `last`."""
+    for rows in _chunks(fetch, after, last):
         for position, event_id, body, chain_value in rows:
             yield StoredRow(position, event_id, _stored_bytes(body), _stored_bytes(chain_value))
-        after = rows[-1][0]
+
+
+def _decoded(fetch: Callable[[int], list[Row]], after: int, last: int) -> Iterator[RecordedEvent]:
+    """Events after `after` up to `last`, decoded straight from the fetched rows."""
+    for rows in _chunks(fetch, after, last):
+        for position, _, body, chain_value in rows:
+            yield decode_record(
+                _stored_bytes(body), position=position, chain_hash=_stored_bytes(chain_value).hex()
+            )
 
 
 def _stored_bytes(value: object) -> bytes:
     """A stored value as bytes, whatever storage class an edit left it in: verification must
     report a row changed behind the log's back, never crash on it."""
+    if type(value) is bytes:
+        return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     if isinstance(value, str):

@@ -14,13 +14,10 @@ import functools
 import hmac
 import itertools
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from enum import StrEnum
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import NamedTuple
 
 import msgspec
@@ -30,6 +27,7 @@ from eventlog import ChainBreak, EventLog, InvalidTypeError, Problem, StoredRow,
 from eventlog.chain import genesis
 from eventlog.checks import check_path, check_position
 from eventlog.verify import ChainWalker
+from replay import workers
 from replay.checkpoints import Checkpoint
 from replay.merkle import CompactRange
 
@@ -264,9 +262,7 @@ def _summary(checkpoint: Checkpoint) -> CheckpointSummary:
 def _worker_count(requested: int | None, rows: int) -> int:
     if requested is not None:
         return max(1, min(requested, rows))
-    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    cpus = len(usable) if usable is not None else os.cpu_count() or 1
-    return max(1, min(cpus, rows // MIN_SEGMENT))
+    return max(1, min(workers.usable_cpus(), rows // MIN_SEGMENT))
 
 
 def _cuts(head: int, parts: int) -> list[int]:
@@ -295,11 +291,12 @@ def _walk(
         after, until = spans[index]
         return _walk_segment(event_log, after, until, tree_size, functools.partial(report, index))
 
-    if len(spans) == 1 or not sys.executable or os.name != "posix":
+    if len(spans) == 1 or not workers.available():
         return [here(index) for index in range(len(spans))]
     results: dict[int, _Segment] = {}
     failed: set[int] = set()
-    with _workers(db_path, spans[1:], tree_size) as pipes:
+    arguments = [[db_path, str(after), str(until), str(tree_size)] for after, until in spans[1:]]
+    with workers.interpreters(_WORKER_CODE, arguments) as pipes:
 
         def drain(index: int, pipe: Connection, *, wait: bool) -> None:
             while index not in results and index not in failed and (wait or pipe.poll()):
@@ -334,52 +331,10 @@ def _read(pipe: Connection) -> _Message | None:
     return None if message.error is not None else message
 
 
-@contextmanager
-def _workers(
-    db_path: str, spans: list[tuple[int, int]], tree_size: int
-) -> Iterator[list[Connection]]:
-    """Worker interpreters walking `spans`; yields the pipes their messages come back on.
-
-    A worker that cannot start leaves its pipe closed, so its segment is walked here.
-    """
-    package_root = str(Path(__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (package_root, env.get("PYTHONPATH"))))
-    processes: list[subprocess.Popen[bytes]] = []
-    pipes: list[Connection] = []
-    try:
-        for after, until in spans:
-            receiving, sending = os.pipe()
-            pipes.append(Connection(receiving, writable=False))
-            arguments = [db_path, str(after), str(until), str(tree_size), str(sending)]
-            try:
-                processes.append(
-                    subprocess.Popen(
-                        [sys.executable, "-c", _WORKER_CODE, *arguments],
-                        pass_fds=(sending,),
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.DEVNULL,
-                        env=env,
-                    )
-                )
-            except OSError as exc:
-                log.warning("verify_worker_not_started", error=str(exc))
-            finally:
-                os.close(sending)
-        yield pipes
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
-        for pipe in pipes:
-            pipe.close()
-
-
 def _worker_main() -> None:
     """A worker interpreter: walk the segment named on the command line, report on a pipe."""
-    db_path, after, until, tree_size, fd = sys.argv[1:]
-    pipe = Connection(int(fd), readable=False)
+    db_path, after, until, tree_size = sys.argv[1:-1]
+    pipe = workers.reporting_pipe()
     try:
         event_log = open_log(db_path, read_only=True)
         try:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from hypothesis import HealthCheck, given, settings
 
 from eventlog import (
@@ -337,3 +338,72 @@ def test_tables_without_a_primary_key_are_refused() -> None:
         table_digest(scratch, "loose")
     with pytest.raises(InvalidInputError, match="missing"):
         table_digest(scratch, "absent")
+
+
+@pytest.fixture
+def live_side_in_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every rebuild digests the live side in a worker; this process never does."""
+    monkeypatch.setattr(rebuild_module, "MIN_WORKER_EVENTS", 0)
+
+    def never_here(*args: Any) -> Any:
+        raise AssertionError("the live side was digested in this process")
+
+    monkeypatch.setattr(rebuild_module, "_live_digests", never_here)
+
+
+@pytest.mark.usefixtures("live_side_in_a_worker")
+def test_a_worker_digests_the_live_side_and_sees_drift(
+    db_path: Path, store: SQLiteMemoryStore
+) -> None:
+    """The worker's digests are the live model's: equal when untouched, not after an edit."""
+    populate(store)
+    report = rebuild(db_path)
+    head = store.event_log.head().position
+    assert (True, head, []) == (report.matches, report.compared_at, report.stale_checkpoints)
+    tamper(db_path, "UPDATE fl_fact SET value = 'poisoned' WHERE position = 4")
+    tamper(db_path, "UPDATE fl_projector_checkpoint SET position = 1 WHERE name = 'receipts'")
+    report = rebuild(db_path)
+    assert ["fl_fact"] == [t.table for t in report.tables if not t.matches]
+    assert ["receipts"] == report.stale_checkpoints
+
+
+@pytest.mark.usefixtures("live_side_in_a_worker")
+def test_appends_while_a_worker_digests_are_folded_up_to_its_snapshot(
+    db_path: Path, make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shadow is folded to exactly the head of the worker's snapshot, wherever that is."""
+    store = make_store()
+    store.add_many([{"type": "learning", "content": f"n{i}"} for i in range(5)])
+    writer = make_store()
+    monkeypatch.setattr(rebuild_module, "BATCH_EVENTS", 2)
+
+    def append_once(position: int, head: int) -> None:
+        if position == 2:
+            writer.add("learning", "during the fold")
+
+    report = rebuild(db_path, progress=append_once)
+    assert report.matches
+    assert report.compared_at == report.events
+    assert report.compared_at in (5, 6)
+
+
+def test_a_worker_that_fails_costs_time_not_the_result(
+    db_path: Path, store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that dies (or reports an error) leaves the live side to this process."""
+    populate(store)
+    monkeypatch.setattr(rebuild_module, "MIN_WORKER_EVENTS", 0)
+    reports_an_error = (
+        "import sys; from replay.rebuild import _worker_main; sys.argv[1] = '/missing.db'; "
+        "_worker_main()"
+    )
+    for code in ("raise SystemExit(3)", "import os; os._exit(0)", "1/0", reports_an_error):
+        monkeypatch.setattr(rebuild_module, "_WORKER_CODE", code)
+        with structlog.testing.capture_logs() as logs:
+            assert rebuild(db_path).matches
+        failures = [e for e in logs if e["event"] == "rebuild_worker_failed"]
+        assert len(failures) == 1
+        if code == reports_an_error:
+            assert "StorageError" in failures[0]["error"]
+    tamper(db_path, "UPDATE fl_memory SET content = 'poisoned' WHERE id = 2")
+    assert not rebuild(db_path).matches
