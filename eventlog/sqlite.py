@@ -32,6 +32,7 @@ from eventlog.errors import (
     StorageError,
 )
 from eventlog.events import NewEvent, RecordedEvent
+from eventlog.rows import decoded_events, stored_rows
 
 log = structlog.get_logger("factledger.eventlog")
 T = TypeVar("T")
@@ -295,7 +296,7 @@ class SQLiteEventLog:
     ) -> Iterator[RecordedEvent]:
         """Events after position `after` (up to `until`, at most `limit`), in position order."""
         last = until if until is not None else self.head().position
-        events = _decoded(self._fetcher(last), after, last)
+        events = decoded_events(self._fetcher(last), after, last)
         return events if limit is None else itertools.islice(events, limit)
 
     def scan(self, after: int = 0, until: int | None = None) -> Iterator[StoredRow]:
@@ -305,7 +306,7 @@ class SQLiteEventLog:
         and writers are not blocked for the length of the scan.
         """
         last = until if until is not None else self.head().position
-        return _chunked(self._fetcher(last), after, last)
+        return stored_rows(self._fetcher(last), after, last)
 
     def _fetcher(self, last: int) -> Callable[[int], list[Row]]:
         """Fetch one chunk of rows after a position, holding the handle only while it runs."""
@@ -426,7 +427,7 @@ class _Snapshot:
                 "read",
             )
 
-        return _decoded(fetch, after, last)
+        return decoded_events(fetch, after, last)
 
     def _run(self, work: Callable[[], T], action: str) -> T:
         try:
@@ -491,41 +492,3 @@ class _Transaction(_Snapshot):
                 f"at position {record.position}"
             )
         return record
-
-
-def _chunks(fetch: Callable[[int], list[Row]], after: int, last: int) -> Iterator[list[Row]]:
-    """Raw rows after `after` up to `last`, a chunk at a time, by keyset on position."""
-    while after < last:
-        rows = fetch(after)
-        if not rows:
-            return
-        yield rows
-        after = rows[-1][0]
-
-
-def _chunked(fetch: Callable[[int], list[Row]], after: int, last: int) -> Iterator[StoredRow]:
-    """Stored rows after `after` up to `last`."""
-    for rows in _chunks(fetch, after, last):
-        for position, event_id, body, chain_value in rows:
-            yield StoredRow(position, event_id, _stored_bytes(body), _stored_bytes(chain_value))
-
-
-def _decoded(fetch: Callable[[int], list[Row]], after: int, last: int) -> Iterator[RecordedEvent]:
-    """Events after `after` up to `last`, decoded straight from the fetched rows."""
-    for rows in _chunks(fetch, after, last):
-        for position, _, body, chain_value in rows:
-            yield decode_record(
-                _stored_bytes(body), position=position, chain_hash=_stored_bytes(chain_value).hex()
-            )
-
-
-def _stored_bytes(value: object) -> bytes:
-    """A stored value as bytes, whatever storage class an edit left it in: verification must
-    report a row changed behind the log's back, never crash on it."""
-    if type(value) is bytes:
-        return value
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass")
-    return str(value).encode("utf-8")
