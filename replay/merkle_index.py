@@ -324,11 +324,9 @@ def open_index(
             head = snap.head().position
             wanted = _wanted(db_path, reader.log_id, head, size, log_id)
             index = MerkleIndex(reader, tables, head)
-            current = index.covers(wanted - wanted % TILE)
-        if current:
-            with index.reading():
+            if index.covers(wanted - wanted % TILE):
                 yield index
-            return
+                return
         if not _writable(Path(db_path)):
             with ScratchDatabase() as scratch:
                 index = MerkleIndex(reader, _ScratchTables(scratch), head)
