@@ -111,3 +111,36 @@ def relevant(conn: sqlite3.Connection, tags: Sequence[str], limit: int) -> list[
     """The legacy ranked tag query for exactly three tags."""
     patterns = [f"%,{tag},%" for tag in tags]
     return conn.execute(LEGACY_RELEVANT, (*patterns, limit)).fetchall()
+
+
+def row_work_seconds(source: Path, scratch: Path, tables: Sequence[str]) -> float:
+    """Seconds plain sqlite3 takes for the row work any refold-and-compare must do, with no
+    decoding and no fold logic: read each table of `source` once, insert its rows into a copy
+    of the table in a fresh `scratch` file (no journal, no fsync, as our shadow), and read
+    them back from there. Chunked, so memory stays flat."""
+    live = sqlite3.connect(source.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
+    shadow = sqlite3.connect(scratch, isolation_level=None)
+    try:
+        shadow.execute("PRAGMA journal_mode=OFF")
+        shadow.execute("PRAGMA synchronous=OFF")
+        start = time.perf_counter()
+        for table in tables:
+            for (ddl,) in live.execute(
+                "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL "
+                "ORDER BY type = 'index'",
+                (table,),
+            ):
+                shadow.execute(ddl)
+            columns = len(live.execute(f"SELECT * FROM {table} LIMIT 0").description)
+            insert = f"INSERT INTO {table} VALUES ({', '.join('?' * columns)})"
+            shadow.execute("BEGIN")
+            cursor = live.execute(f"SELECT * FROM {table}")
+            while chunk := cursor.fetchmany(4096):
+                shadow.executemany(insert, chunk)
+            shadow.execute("COMMIT")
+            scan(shadow, f"SELECT * FROM {table}")
+        return time.perf_counter() - start
+    finally:
+        live.close()
+        shadow.close()
+        scratch.unlink(missing_ok=True)
