@@ -27,6 +27,7 @@ import msgspec
 import structlog
 
 from eventlog import EventLog, Head, InvalidTypeError, ReadSnapshot, RecordedEvent, open_log
+from eventlog.chain import genesis
 from projections import default_projectors, sql
 from projections.projector import Projection, Projector
 from projections.scratch import ScratchDatabase
@@ -115,7 +116,7 @@ def rebuild(
 
 def _catch_up_to_the_live_side(
     event_log: EventLog,
-    fold: Callable[[Iterable[RecordedEvent], int], None],
+    fold: Callable[[Iterable[RecordedEvent], int], int | None],
     folded: int,
     worker: _LiveSide,
     projectors: Sequence[Projector],
@@ -123,16 +124,25 @@ def _catch_up_to_the_live_side(
     """Fold the shadow up to the head the live side is digested at; digest the live side
     (the worker's result, or here in one snapshot if there is no worker or it failed)."""
     head = worker.head()
-    if head is not None:
-        fold(event_log.read(folded, until=head.position), head.position)
-        folded = head.position
+    if head is not None and head.position >= folded:
+        folded = fold(event_log.read(folded, until=head.position), head.position) or folded
         live = worker.result()
-        if live is not None:
+        if live is not None and _chain_at(event_log, head.position) == head.chain_hash:
             return head, live
+        if live is not None:
+            log.warning("rebuild_worker_read_another_log", position=head.position)
     with event_log.snapshot() as snap:
         head = snap.head()
         fold(snap.read(folded, until=head.position), head.position)
         return head, _live_digests(snap, projectors, head)
+
+
+def _chain_at(event_log: EventLog, position: int) -> str | None:
+    """The chain hash this log has at `position` (the genesis at 0; None past its head)."""
+    if position == 0:
+        return genesis(event_log.log_id).hex()
+    row = next(iter(event_log.scan(position - 1, position)), None)
+    return None if row is None else row.chain_hash.hex()
 
 
 class _Live(msgspec.Struct, frozen=True, kw_only=True):
@@ -264,14 +274,18 @@ def _fold(
     until: int,
     *,
     progress: Progress | None,
-) -> None:
-    """Apply `events` (up to position `until`) to every projector, in one transaction."""
+) -> int | None:
+    """Apply `events` (up to position `until`) to every projector, in one transaction.
+    Returns the last position folded (None if there were no events)."""
+    last = None
     with shadow.bulk():
         for batch in _batches(events):
             for projector in projectors:
                 projector.apply(shadow, batch)
+            last = batch[-1].position
             if progress is not None:
-                progress(batch[-1].position, until)
+                progress(last, until)
+    return last
 
 
 def _swap(path: Path, shadow: ScratchDatabase, projectors: Sequence[Projector], head: Head) -> int:

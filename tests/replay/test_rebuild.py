@@ -407,3 +407,28 @@ def test_a_worker_that_fails_costs_time_not_the_result(
             assert "StorageError" in failures[0]["error"]
     tamper(db_path, "UPDATE fl_memory SET content = 'poisoned' WHERE id = 2")
     assert not rebuild(db_path).matches
+
+
+@pytest.mark.parametrize("other_events", [3, 40])
+def test_a_worker_that_read_another_file_is_not_believed(
+    db_path: Path, store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch, other_events: int
+) -> None:
+    """If the path named another log when the worker opened it (shorter or longer than
+    ours), its head's chain hash is not ours: the live side is digested here instead."""
+    populate(store)
+    other = db_path.parent / "other.db"
+    with SQLiteMemoryStore(other) as elsewhere:
+        elsewhere.add_many([{"type": "learning", "content": f"x{i}"} for i in range(other_events)])
+    monkeypatch.setattr(rebuild_module, "MIN_WORKER_EVENTS", 0)
+    monkeypatch.setattr(
+        rebuild_module,
+        "_WORKER_CODE",
+        f"import sys; from replay.rebuild import _worker_main; sys.argv[1] = {str(other)!r}; "
+        "_worker_main()",
+    )
+    with structlog.testing.capture_logs() as logs:
+        report = rebuild(db_path)
+    assert report.matches
+    assert report.compared_at == store.event_log.head().position
+    if other_events > store.event_log.head().position:
+        assert any(e["event"] == "rebuild_worker_read_another_log" for e in logs)
