@@ -375,21 +375,18 @@ COMMANDS: list[tuple[str, Handler, str]] = [
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every command."""
     common = _Parser(add_help=False)
-    common.add_argument(
-        "--db",
-        default=os.environ.get("FACTLEDGER_DB") or DEFAULT_DB,
-        help=f"database path (default: $FACTLEDGER_DB, else {DEFAULT_DB})",
-    )
-    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    _add_common_options(common, given_only=True)
     parser = _Parser(
         prog="factledger",
         description="Shared agent memory on an append-only, hash-chained log: who wrote every "
         "byte, every version, and the audit trail behind every prompt. New here? Run "
         "`factledger demo`.",
         epilog="Every command takes --db PATH (default $FACTLEDGER_DB, else "
-        f"{DEFAULT_DB}) and --json. `factledger COMMAND --help` describes one command.",
+        f"{DEFAULT_DB}) and --json, before or after its name. `factledger COMMAND --help` "
+        "describes one command.",
     )
     parser.add_argument("--version", action="version", version=f"factledger {_version()}")
+    _add_common_options(parser, given_only=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     built = {
         name: commands.add_parser(name, parents=[common], help=text, description=text)
@@ -399,6 +396,22 @@ def build_parser() -> argparse.ArgumentParser:
         built[name].set_defaults(handler=handler)
         add_arguments(name, built[name])
     return parser
+
+
+def _add_common_options(parser: argparse.ArgumentParser, *, given_only: bool) -> None:
+    """--db and --json, accepted before the command and after it. After it, an option
+    left out must not overwrite what was given before (so its default is suppressed)."""
+    parser.add_argument(
+        "--db",
+        default=argparse.SUPPRESS if given_only else os.environ.get("FACTLEDGER_DB") or DEFAULT_DB,
+        help=f"database path (default: $FACTLEDGER_DB, else {DEFAULT_DB})",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS if given_only else False,
+        help="print machine-readable JSON",
+    )
 
 
 def _version() -> str:

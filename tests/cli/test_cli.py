@@ -235,3 +235,18 @@ def test_library_warnings_go_to_stderr_not_stdout(tmp_path: Path) -> None:
     )
     assert '"position": 2' in second.stdout and "fact_overwritten" not in second.stdout
     assert "fact_overwritten" in second.stderr
+
+
+def test_db_and_json_go_before_or_after_the_command(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`factledger --db X add ...` works as `factledger add --db X ...`; after the command
+    wins when both are given; leaving them out after the command keeps what came before."""
+    first, second = str(tmp_path / "first.db"), str(tmp_path / "second.db")
+    assert 0 == cli("--db", first, "add", "before", db_path=None).code
+    assert 0 == cli("--db", first, "add", "both", "--db", second, db_path=None).code
+    listed = cli("--db", first, "--json", "list", db_path=None).json()
+    assert ["before"] == [entry["content"] for entry in listed]
+    assert ["both"] == [entry["content"] for entry in cli("list", "--json", db_path=second).json()]
+    monkeypatch.setenv("FACTLEDGER_DB", first)
+    assert "before" in cli("list", db_path=None).out
