@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -57,12 +58,10 @@ def test_the_same_file_gets_the_same_handle_by_any_spelling(
 ) -> None:
     path = tmp_path / "a.db"
     make_log(path, 2)
-    monkeypatch.setattr(readers, "IDLE_SECONDS", 60.0)
-    first = lend(path)
-    monkeypatch.chdir(tmp_path)
-    assert lend("a.db") is first
-    assert lend(str(path)) is first
-    monkeypatch.setattr(readers, "IDLE_SECONDS", 0.1)
+    with readers.shared_reader(path) as first:
+        monkeypatch.chdir(tmp_path)
+        with readers.shared_reader("a.db") as relative, readers.shared_reader(str(path)) as text:
+            assert relative is first and text is first
 
 
 def test_a_kept_handle_sees_every_commit_made_after_it_opened(tmp_path: Path) -> None:
@@ -175,3 +174,31 @@ def test_proofs_after_the_file_was_swapped_come_from_the_new_file(tmp_path: Path
     proof = prove_inclusion(path, 3, new_checkpoint)
     assert verify_inclusion(proof, proof.leaf_hash, new_checkpoint)
     assert not verify_inclusion(proof, proof.leaf_hash, old_checkpoint)
+
+
+def test_threads_proving_at_once_share_one_handle_safely(tmp_path: Path) -> None:
+    """Eight threads proving against the same file at once: every proof verifies, and they
+    were all served by one kept handle."""
+    path = tmp_path / "a.db"
+    make_log(path, 40)
+    taken = checkpoint(path)
+    opened: list[str] = []
+    real_open = readers._open
+
+    def counting_open(key: str) -> readers._Handle:
+        opened.append(key)
+        return real_open(key)
+
+    def prove_some(offset: int) -> list[bool]:
+        proofs = [prove_inclusion(path, 1 + (offset + n) % 40, taken) for n in range(25)]
+        return [verify_inclusion(p, p.leaf_hash, taken) for p in proofs]
+
+    readers.release(path)
+    original, readers._open = readers._open, counting_open
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = [ok for batch in pool.map(prove_some, range(8)) for ok in batch]
+    finally:
+        readers._open = original
+    assert len(results) == 200 and all(results)
+    assert len(opened) <= 8 and len(set(opened)) == 1
