@@ -324,18 +324,15 @@ def _walk(
 
 def _read(pipe: Connection) -> _Message | None:
     """The next message from a worker; None once it has failed or ended without a result."""
-    try:
-        message = _DECODER.decode(pipe.recv_bytes())
-    except (EOFError, OSError, msgspec.DecodeError):
-        return None
-    return None if message.error is not None else message
+    message = workers.receive(pipe, _DECODER)
+    return None if message is None or message.error is not None else message
 
 
 def _worker_main() -> None:
     """A worker interpreter: walk the segment named on the command line, report on a pipe."""
     db_path, after, until, tree_size = sys.argv[1:-1]
-    pipe = workers.reporting_pipe()
-    try:
+
+    def walk(send: workers.Send) -> None:
         event_log = open_log(db_path, read_only=True)
         try:
             segment = _walk_segment(
@@ -343,15 +340,13 @@ def _worker_main() -> None:
                 int(after),
                 int(until),
                 int(tree_size),
-                lambda done: pipe.send_bytes(_ENCODER.encode(_Message(done=done))),
+                lambda done: send(_ENCODER.encode(_Message(done=done))),
             )
         finally:
             event_log.close()
-        pipe.send_bytes(_ENCODER.encode(_Message(segment=segment)))
-    except Exception as exc:
-        pipe.send_bytes(_ENCODER.encode(_Message(error=f"{type(exc).__name__}: {exc}")))
-    finally:
-        pipe.close()
+        send(_ENCODER.encode(_Message(segment=segment)))
+
+    workers.serve(walk, lambda reason: _ENCODER.encode(_Message(error=reason)))
 
 
 def _walk_segment(

@@ -227,10 +227,7 @@ class _LiveSide:
     def _next(self) -> _Message | None:
         if self._pipe is None:
             return None
-        try:
-            message = _DECODER.decode(self._pipe.recv_bytes())
-        except (EOFError, OSError, msgspec.DecodeError):
-            message = None
+        message = workers.receive(self._pipe, _DECODER)
         if message is None or message.error is not None:
             log.warning("rebuild_worker_failed", error=None if message is None else message.error)
             self._pipe = None
@@ -250,21 +247,19 @@ def _live_side(path: Path, events: int) -> Iterator[_LiveSide]:
 
 def _worker_main() -> None:
     """A worker interpreter: digest the live read model in one snapshot, report on a pipe."""
-    pipe = workers.reporting_pipe()
-    try:
+
+    def digest(send: workers.Send) -> None:
         event_log = open_log(sys.argv[1], read_only=True)
         try:
             with event_log.snapshot() as snap:
                 head = snap.head()
-                pipe.send_bytes(_ENCODER.encode(_Message(head=head)))
+                send(_ENCODER.encode(_Message(head=head)))
                 live = _live_digests(snap, default_projectors(), head)
         finally:
             event_log.close()
-        pipe.send_bytes(_ENCODER.encode(_Message(live=live)))
-    except Exception as exc:
-        pipe.send_bytes(_ENCODER.encode(_Message(error=f"{type(exc).__name__}: {exc}")))
-    finally:
-        pipe.close()
+        send(_ENCODER.encode(_Message(live=live)))
+
+    workers.serve(digest, lambda reason: _ENCODER.encode(_Message(error=reason)))
 
 
 def _fold(

@@ -1,9 +1,10 @@
 """Worker interpreters: fresh Python processes that share a long read and report on a pipe.
 
 Never forks: a SQLite handle carried across `fork` is unsafe. A worker runs a line of code
-that imports its entry point from this package; its last command-line argument is the
-descriptor of the pipe it reports on. A worker that cannot start, dies, or reports an error
-costs time, not correctness: the caller does that share of the work itself.
+that imports its entry point from this package and hands its work to `serve`; its last
+command-line argument is the descriptor of the pipe it reports on. A worker that cannot
+start, dies, or reports an error costs time, not correctness: the caller does that share of
+the work itself.
 """
 
 from __future__ import annotations
@@ -11,14 +12,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TypeVar
 
+import msgspec
 import structlog
 
 log = structlog.get_logger("factledger.replay")
+
+M = TypeVar("M")
+Send = Callable[[bytes], object]
+"""How a worker reports: one encoded message at a time."""
 
 
 def available() -> bool:
@@ -72,6 +79,22 @@ def interpreters(code: str, arguments: Sequence[Sequence[str]]) -> Iterator[list
             pipe.close()
 
 
-def reporting_pipe() -> Connection:
-    """In a worker: the pipe named by the last command-line argument."""
-    return Connection(int(sys.argv[-1]), readable=False)
+def receive(pipe: Connection, decoder: msgspec.msgpack.Decoder[M]) -> M | None:
+    """The next message from a worker; None once it has ended or sent something unreadable."""
+    try:
+        return decoder.decode(pipe.recv_bytes())
+    except (EOFError, OSError, msgspec.DecodeError):
+        return None
+
+
+def serve(work: Callable[[Send], object], failure: Callable[[str], bytes]) -> None:
+    """In a worker: run `work`, which reports by calling the `send` it is given, on the pipe
+    named by the last command-line argument; an exception is reported as `failure(reason)`.
+    The pipe is closed afterwards either way."""
+    pipe = Connection(int(sys.argv[-1]), readable=False)
+    try:
+        work(pipe.send_bytes)
+    except Exception as exc:
+        pipe.send_bytes(failure(f"{type(exc).__name__}: {exc}"))
+    finally:
+        pipe.close()
