@@ -6,17 +6,13 @@ adapter is trusted only if that adapter was opted in. The policy is on unless sw
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from eventlog import InvalidTypeError, TrustSettings
 from eventlog.checks import check_identifier
+from projections import environment
 from projections.entries import MemoryEntry
-
-POLICY_ENV = ("FACTLEDGER_TRUST_POLICY", "BERNSTEIN_MEMORY_TRUST_POLICY")
-ADAPTERS_ENV = ("FACTLEDGER_TRUST_ADAPTERS", "BERNSTEIN_MEMORY_TRUST_ADAPTERS")
-_OFF = frozenset(("0", "false", "no", "off"))
 
 
 @dataclass(frozen=True)
@@ -70,23 +66,15 @@ class MemoryTrustPolicy:
         )
 
 
-def _first_set(names: tuple[str, ...]) -> str | None:
-    for name in names:
-        if name in os.environ:
-            return os.environ[name]
-    return None
-
-
 def active_trust_policy() -> MemoryTrustPolicy:
     """The policy the environment asks for, read anew on every call.
 
     FACTLEDGER_TRUST_POLICY (else BERNSTEIN_MEMORY_TRUST_POLICY): 0/false/no/off in any case
     disables it; unset, empty or anything else leaves it on. FACTLEDGER_TRUST_ADAPTERS (else
-    BERNSTEIN_MEMORY_TRUST_ADAPTERS): comma-separated adapters to trust.
+    BERNSTEIN_MEMORY_TRUST_ADAPTERS): comma-separated adapters to trust. The precedence rule
+    is `projections.environment`'s.
     """
-    switch = (_first_set(POLICY_ENV) or "").strip().lower()
-    adapters = _first_set(ADAPTERS_ENV) or ""
     return MemoryTrustPolicy(
-        enabled=switch not in _OFF,
-        trusted_adapters=frozenset(a.strip() for a in adapters.split(",") if a.strip()),
+        enabled=environment.trust_policy_enabled(),
+        trusted_adapters=environment.trusted_adapters(),
     )

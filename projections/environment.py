@@ -1,0 +1,108 @@
+"""Settings from the environment: one table, one precedence rule, read anew on every call.
+
+A setting may be named by a `FACTLEDGER_*` variable and by the `BERNSTEIN_*` variable of the
+orchestrator factledger replaces. The first of its variables that is set decides (so
+`FACTLEDGER_*` wins, even when set to empty); its value is stripped of surrounding whitespace,
+and an empty value means the setting's default.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its variables in precedence order, its default, and what it controls."""
+
+    variables: tuple[str, ...]
+    default: str
+    meaning: str
+
+    def value(self) -> str:
+        """The setting's value now (its default when unset or empty)."""
+        for name in self.variables:
+            if name in os.environ:
+                return os.environ[name].strip() or self.default
+        return self.default
+
+
+DB = Setting(
+    ("FACTLEDGER_DB",),
+    ".sdd/memory/memory.db",
+    "the database the command line opens (`--db` overrides it)",
+)
+TASK_ID = Setting(
+    ("FACTLEDGER_TASK_ID", "BERNSTEIN_TASK_ID"),
+    "manual-cli",
+    "the producer task stamped on the command line's writes",
+)
+RUN_ID = Setting(
+    ("FACTLEDGER_RUN_ID", "BERNSTEIN_RUN_ID"),
+    "",
+    "the run stamped on the command line's writes; run-scoped facts need one",
+)
+ADAPTER = Setting(
+    ("FACTLEDGER_ADAPTER", "BERNSTEIN_ADAPTER"),
+    "",
+    "the source adapter stamped on the command line's writes (empty: none, an operator write)",
+)
+TRUST_POLICY = Setting(
+    ("FACTLEDGER_TRUST_POLICY", "BERNSTEIN_MEMORY_TRUST_POLICY"),
+    "on",
+    "`0`, `false`, `no` or `off` (any case) switches the prompt path's trust policy off",
+)
+TRUST_ADAPTERS = Setting(
+    ("FACTLEDGER_TRUST_ADAPTERS", "BERNSTEIN_MEMORY_TRUST_ADAPTERS"),
+    "",
+    "comma-separated adapters the trust policy trusts",
+)
+DEBUG = Setting(
+    ("FACTLEDGER_DEBUG",),
+    "off",
+    "anything but `0`, `false`, `no` or `off`: the command line shows tracebacks and debug logs",
+)
+SETTINGS = (DB, TASK_ID, RUN_ID, ADAPTER, TRUST_POLICY, TRUST_ADAPTERS, DEBUG)
+"""Every setting, in the order README's table lists them."""
+
+_OFF = frozenset(("0", "false", "no", "off"))
+
+
+def db_path() -> str:
+    """The database path for the command line."""
+    return DB.value()
+
+
+def task_id() -> str:
+    """The producer task id for writes."""
+    return TASK_ID.value()
+
+
+def run_id() -> str:
+    """The run id for writes ('' for none)."""
+    return RUN_ID.value()
+
+
+def adapter() -> str | None:
+    """The source adapter for writes (None for none)."""
+    return ADAPTER.value() or None
+
+
+def trust_policy_enabled() -> bool:
+    """Whether the trust policy is on (it is unless switched off)."""
+    return _switch(TRUST_POLICY)
+
+
+def trusted_adapters() -> frozenset[str]:
+    """The adapters the trust policy trusts (blanks in the list are ignored)."""
+    return frozenset(name.strip() for name in TRUST_ADAPTERS.value().split(",") if name.strip())
+
+
+def debug() -> bool:
+    """Whether the command line shows tracebacks and debug logs."""
+    return _switch(DEBUG)
+
+
+def _switch(setting: Setting) -> bool:
+    return setting.value().lower() not in _OFF
