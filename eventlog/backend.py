@@ -1,13 +1,14 @@
 """The contract every log backend keeps. Nothing outside `eventlog` names a concrete backend.
 
-Projectors write in the same transaction as an append by taking the `LogTransaction` the
-append runs in: `with log.transaction() as tx: records = tx.append_many(drafts); fold(tx, records)`.
-SQL passed to `execute` uses `?` placeholders; a backend translates them if its driver differs.
+The interface carries events, positions and stored bytes, never SQL: what a backend stores
+them in is its own business. A read model kept in the same SQLite file as the log commits
+with each append through the backend's own connection (`SQLiteEventLog.connection`); a read
+model beside a log held elsewhere folds after the append has committed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -38,23 +39,19 @@ class Head(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ReadSnapshot(Protocol):
-    """A consistent read of the log and the tables beside it."""
+    """A consistent read of the log."""
 
     def head(self) -> Head: ...
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> list[Row]: ...
 
     def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]: ...
 
 
 class LogTransaction(ReadSnapshot, Protocol):
-    """A write transaction: appends and table writes commit together or not at all."""
+    """A write transaction: its appends commit together or not at all."""
 
     def append(self, event: NewEvent) -> RecordedEvent: ...
 
     def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]: ...
-
-    def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> None: ...
 
 
 class EventLog(Protocol):

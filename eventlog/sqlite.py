@@ -9,12 +9,10 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
-
-import structlog
 
 from eventlog import chain
 from eventlog.backend import Durability, Head, Row, StoredRow
@@ -32,9 +30,10 @@ from eventlog.errors import (
     StorageError,
 )
 from eventlog.events import NewEvent, RecordedEvent
+from eventlog.logs import get_logger
 from eventlog.rows import decoded_events, stored_rows
 
-log = structlog.get_logger("factledger.eventlog")
+log = get_logger("factledger.eventlog")
 T = TypeVar("T")
 
 MEMORY = ":memory:"
@@ -82,28 +81,45 @@ _SQL_SCAN = (
     "WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
 )
 
-_BUSY_MARKERS = ("database is locked", "database is busy", "database table is locked")
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_UNUSABLE = "{where} is not a usable SQLite database"
+_PROBLEMS = {
+    sqlite3.SQLITE_READONLY: "{where} is read-only",
+    sqlite3.SQLITE_FULL: "no space left for {where}",
+    sqlite3.SQLITE_NOTADB: _UNUSABLE,
+    sqlite3.SQLITE_CORRUPT: _UNUSABLE,
+    sqlite3.SQLITE_CANTOPEN: "unable to open {where}",
+}
+"""What a primary result code says about the database, for the messages of `translate`."""
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    """SQLite's primary result code (the low byte of an extended one), if SQLite raised it.
+
+    Errors sqlite3 raises itself (a closed connection, a bad parameter) carry no code.
+    """
+    code: int | None = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
-    return isinstance(exc, sqlite3.OperationalError) and any(
-        marker in str(exc) for marker in _BUSY_MARKERS
-    )
+    return _primary_code(exc) in _BUSY_CODES
 
 
 def translate(exc: sqlite3.Error, action: str, where: str) -> FactledgerError:
-    """Turn a sqlite3 error into a factledger error that says what failed and where."""
+    """Turn a sqlite3 error into a factledger error that says what failed and where.
+
+    Mapped by SQLite's result code, never by the message: busy or locked is `LogBusyError`;
+    every other failure is a `StorageError`, which keeps SQLite's message (an append-only
+    trigger's refusal, for one).
+    """
     text = str(exc)
-    if "readonly" in text or "read-only" in text:
-        return StorageError(f"cannot {action}: {where} is read-only ({text})")
-    if "disk is full" in text or "database or disk is full" in text:
-        return StorageError(f"cannot {action}: no space left for {where} ({text})")
-    if "not a database" in text or "malformed" in text:
-        return StorageError(f"cannot {action}: {where} is not a usable SQLite database ({text})")
-    if "unable to open" in text:
-        return StorageError(f"cannot {action}: unable to open {where} ({text})")
-    if _is_busy(exc):
+    code = _primary_code(exc)
+    if code in _BUSY_CODES:
         return LogBusyError(f"cannot {action}: {where} is locked by another writer ({text})")
+    problem = _PROBLEMS.get(code) if code is not None else None
+    if problem is not None:
+        return StorageError(f"cannot {action}: {problem.format(where=where)} ({text})")
     return StorageError(f"cannot {action} ({where}): {text}")
 
 
@@ -192,10 +208,7 @@ class SQLiteEventLog:
             if self._read_only:
                 raise StorageError(f"{self._where} holds no factledger log")
             with self.transaction() as tx:
-                for statement in _SCHEMA:
-                    tx.execute(statement)
-                tx.execute(_SQL_META_INSERT, ("log_id", str(uuid.uuid4())))
-                tx.execute(_SQL_META_INSERT, ("format", LOG_FORMAT))
+                tx._create_schema(str(uuid.uuid4()))
         row = self._with_retry(
             lambda: self._conn.execute(_SQL_META_GET, ("log_id",)).fetchone(), "read the id of"
         )
@@ -229,6 +242,13 @@ class SQLiteEventLog:
     def genesis(self) -> bytes:
         """The chain value before the first event."""
         return self._genesis
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The connection a read model kept in this same file uses, so that its rows commit
+        in this log's transactions. Use it only inside `transaction()` or `snapshot()`,
+        which hold this handle's lock; never commit or roll back through it."""
+        return self._conn
 
     # -- transactions --------------------------------------------------------------------
 
@@ -415,9 +435,6 @@ class _Snapshot:
             return 0, self._owner.genesis
         return int(row[0]), bytes(row[1])
 
-    def execute(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
-        return self._run(lambda: self._conn.execute(sql, params).fetchall(), "query")
-
     def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
         last = until if until is not None else self._head_raw()[0]
 
@@ -448,8 +465,14 @@ class _Transaction(_Snapshot):
             self._head = super()._head_raw()
         return self._head
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
-        self._run(lambda: self._conn.executemany(sql, rows), "write")
+    def _create_schema(self, log_id: str) -> None:
+        def create() -> None:
+            for statement in _SCHEMA:
+                self._conn.execute(statement)
+            self._conn.execute(_SQL_META_INSERT, ("log_id", log_id))
+            self._conn.execute(_SQL_META_INSERT, ("format", LOG_FORMAT))
+
+        self._run(create, "create the log in")
 
     def append(self, event: NewEvent) -> RecordedEvent:
         return self.append_many([event])[0]

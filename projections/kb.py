@@ -6,21 +6,21 @@ Last write wins by log position, never by timestamp. Every version stays in the 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-import structlog
-
 from eventlog import FactPublished, InvalidInputError, InvalidTypeError, NewEvent, RecordedEvent
 from eventlog.checks import check_content, check_identifier, check_optional_identifier
+from eventlog.logs import get_logger
 from projections import reads, sql
 from projections.entries import Fact
 from projections.knowledge import fact_identity, run_key
-from projections.store import SQLiteMemoryStore
 from projections.validation import check_allow_list, check_key, check_scope, check_tag
+from projections.view import MemoryView
 
-log = structlog.get_logger("factledger.kb")
+log = get_logger("factledger.kb")
 
 HookDispatch = Callable[[str, dict[str, object]], None]
 FACT_PUBLISHED_HOOK = "kb.fact_published"
@@ -65,7 +65,7 @@ class CrossTaskKB:
 
     def __init__(
         self,
-        store: SQLiteMemoryStore,
+        store: MemoryView,
         *,
         run_id: str = "",
         producer_task_id: str = "",
@@ -74,7 +74,7 @@ class CrossTaskKB:
         counter: PublishCounter | None = None,
         clock_ns: Callable[[], int] | None = None,
     ) -> None:
-        if not isinstance(store, SQLiteMemoryStore):
+        if not isinstance(store, MemoryView):
             raise InvalidTypeError(f"store must be a SQLiteMemoryStore, not {type(store).__name__}")
         self._store = store
         self._run_id = check_identifier("run_id", run_id, allow_empty=True)
@@ -94,7 +94,7 @@ class CrossTaskKB:
         self._clock_ns = clock_ns or time.time_ns
 
     @property
-    def store(self) -> SQLiteMemoryStore:
+    def store(self) -> MemoryView:
         """The store this facade writes through."""
         return self._store
 
@@ -141,8 +141,8 @@ class CrossTaskKB:
         with self._store.write_transaction() as tx:
             records = tx.append(events)
             replaced = {
-                position: (previous, producer)
-                for position, previous, producer in tx.execute(
+                position: (previous, producer, adapter)
+                for position, previous, producer, adapter in tx.execute(
                     sql.FACTS_REPLACED, (records[0].position, records[-1].position)
                 )
             }
@@ -150,18 +150,7 @@ class CrossTaskKB:
         self._counter.incr_publish(len(facts))
         for fact in facts:
             if fact.position in replaced:
-                previous_position, previous_producer = replaced[fact.position]
-                log.warning(
-                    "fact_overwritten",
-                    scope=fact.scope,
-                    tag=fact.tag,
-                    key=fact.key,
-                    run_id=fact.run_id,
-                    previous_position=previous_position,
-                    previous_producer=previous_producer,
-                    position=fact.position,
-                    producer=fact.producer_task_id,
-                )
+                _log_overwrite(fact, *replaced[fact.position])
             self._fire_hook(fact)
         return facts
 
@@ -242,6 +231,30 @@ class CrossTaskKB:
                 position=fact.position,
                 error_type=type(exc).__name__,
             )
+
+
+def _log_overwrite(
+    fact: Fact, previous_position: int, previous_producer: str, previous_adapter: str | None
+) -> None:
+    """Another producer or adapter overwriting a fact is a warning; updating one's own, info."""
+    same_writer = (previous_producer, previous_adapter) == (
+        fact.producer_task_id,
+        fact.source_adapter,
+    )
+    log.log(
+        logging.INFO if same_writer else logging.WARNING,
+        "fact_overwritten",
+        scope=fact.scope,
+        tag=fact.tag,
+        key=fact.key,
+        run_id=fact.run_id,
+        previous_position=previous_position,
+        previous_producer=previous_producer,
+        previous_adapter=previous_adapter,
+        position=fact.position,
+        producer=fact.producer_task_id,
+        adapter=fact.source_adapter,
+    )
 
 
 def fact_from_record(record: RecordedEvent) -> Fact:

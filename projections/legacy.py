@@ -10,7 +10,6 @@ again writes nothing. The legacy table is only read, never changed.
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -86,20 +85,13 @@ class LegacyFile:
         source = Path(path)
         if not source.is_file():
             raise StorageError(f"cannot import {source}: no such file")
-        try:
-            self._conn = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
-            self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot import {source}: {exc}") from None
+        self._db = sql.open_read_only(source)
         self.path = source
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Run a read-only query."""
-        try:
-            return self._conn.execute(statement, params).fetchall()
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot read {self.path}: {exc}") from None
+        return self._db.execute(statement, params)
 
     def close(self) -> None:
         """Close the file."""
-        self._conn.close()
+        self._db.close()

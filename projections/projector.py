@@ -5,25 +5,30 @@ append's own transaction (read-your-writes) and records, in that same transactio
 position and chain hash each projector has applied. On open, a projector that is behind
 catches up; one whose version changed, or whose checkpoint no longer matches the log, is
 dropped and rebuilt from the log.
+
+The tables live in the log's own SQLite file (`sql.in_log_file`), so the append, the
+projectors' rows and their checkpoints commit as one transaction. A log held elsewhere would
+pair with a local cache database instead: the append commits in the log, then the cache folds
+it and advances its checkpoints; a crash in between leaves the cache behind, and the same
+catch-up repairs it.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 from typing import Any, Protocol
 
-import structlog
-
 from eventlog import CorruptLogError, EventLog, Head, LogTransaction, NewEvent, RecordedEvent
 from eventlog.chain import genesis
+from eventlog.logs import get_logger
 from projections import sql
 from projections.reads import Readable
 from projections.tables import table_chunks
 
-log = structlog.get_logger("factledger.projections")
+log = get_logger("factledger.projections")
 
 FOLD_BATCH = 2000
 
@@ -87,6 +92,7 @@ class Projection:
 
     def __init__(self, event_log: EventLog, projectors: Sequence[Projector]) -> None:
         self._log = event_log
+        self._db = sql.in_log_file(event_log)
         self._projectors = tuple(projectors)
         self._names = tuple(p.name for p in self._projectors)
         self._known = -1
@@ -96,14 +102,25 @@ class Projection:
         """The projectors this runner keeps current."""
         return self._projectors
 
+    @property
+    def database(self) -> sql.Database:
+        """The read model's tables; query them inside the log's `snapshot()` or `transaction()`."""
+        return self._db
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sql.Database]:
+        """A consistent read of the read model, inside one read of the log."""
+        with self._log.snapshot():
+            yield self._db
+
     def is_current(self) -> bool:
         """Whether every projector exists at its code's version and at the log's head."""
         with self._log.snapshot() as snap:
-            if not snap.execute(sql.CHECKPOINT_TABLE_EXISTS):
+            if not self._db.execute(sql.CHECKPOINT_TABLE_EXISTS):
                 return False
             head = snap.head()
             for projector in self._projectors:
-                row = snap.execute(sql.CHECKPOINT_GET, (projector.name,))
+                row = self._db.execute(sql.CHECKPOINT_GET, (projector.name,))
                 if not row or tuple(row[0]) != (projector.version, head.position, head.chain_hash):
                     return False
         self._known = head.position
@@ -114,7 +131,7 @@ class Projection:
         if self.is_current():
             return
         with self._log.transaction() as tx:
-            tx.execute(sql.CHECKPOINT_DDL)
+            self._db.execute(sql.CHECKPOINT_DDL)
             self._reset_stale(tx)
             self._catch_up(tx)
             head = tx.head().position
@@ -123,16 +140,14 @@ class Projection:
     def _reset_stale(self, tx: LogTransaction) -> None:
         head = tx.head()
         for projector in self._projectors:
-            row = tx.execute(sql.CHECKPOINT_GET, (projector.name,))
+            row = self._db.execute(sql.CHECKPOINT_GET, (projector.name,))
             reason = self._staleness(tx, projector, row, head.position)
             if reason is None:
                 continue
             if row:
                 log.warning("projector_rebuild", projector=projector.name, reason=reason)
-            for table in projector.tables:
-                tx.execute(f"DROP TABLE IF EXISTS {table}")
-            projector.create(tx)
-            tx.execute(
+            self._recreate(projector)
+            self._db.execute(
                 sql.CHECKPOINT_PUT,
                 (projector.name, projector.version, 0, genesis(self._log.log_id).hex()),
             )
@@ -153,7 +168,7 @@ class Projection:
         return None
 
     def _catch_up(self, tx: LogTransaction) -> None:
-        applied: dict[str, int] = {name: pos for name, pos in tx.execute(sql.CHECKPOINT_ALL)}
+        applied: dict[str, int] = {name: pos for name, pos in self._db.execute(sql.CHECKPOINT_ALL)}
         head = tx.head().position
         lowest = min(applied.get(name, 0) for name in self._names)
         if lowest >= head:
@@ -163,9 +178,9 @@ class Projection:
             for projector in self._projectors:
                 unseen = [r for r in batch if r.position > applied[projector.name]]
                 if unseen:
-                    projector.apply(tx, unseen)
+                    projector.apply(self._db, unseen)
                     last = unseen[-1]
-                    tx.execute(
+                    self._db.execute(
                         sql.CHECKPOINT_ADVANCE, (last.position, last.chain_hash, projector.name)
                     )
                     applied[projector.name] = last.position
@@ -185,25 +200,31 @@ class Projection:
                     position=folded.position,
                 )
             for projector in self._projectors:
-                for table in projector.tables:
-                    tx.execute(f"DROP TABLE IF EXISTS {table}")
-                projector.create(tx)
+                self._recreate(projector)
                 for table in projector.tables:
                     for chunk in table_chunks(source, table):
                         marks = ", ".join("?" * len(chunk[0]))
-                        tx.executemany(sql.TABLE_INSERT.format(table=table, marks=marks), chunk)
+                        self._db.executemany(
+                            sql.TABLE_INSERT.format(table=table, marks=marks), chunk
+                        )
             for batch in _batches(tx.read(after=folded.position)):
                 for projector in self._projectors:
-                    projector.apply(tx, batch)
+                    projector.apply(self._db, batch)
             head = tx.head()
-            tx.execute(sql.CHECKPOINT_DDL)
+            self._db.execute(sql.CHECKPOINT_DDL)
             for projector in self._projectors:
-                tx.execute(
+                self._db.execute(
                     sql.CHECKPOINT_PUT,
                     (projector.name, projector.version, head.position, head.chain_hash),
                 )
         self._known = head.position
         return head.position
+
+    def _recreate(self, projector: Projector) -> None:
+        """Drop a projector's tables and create them empty."""
+        for table in projector.tables:
+            self._db.execute(sql.TABLE_DROP.format(table=table))
+        projector.create(self._db)
 
     def transaction(self) -> AbstractContextManager[ProjectedTransaction]:
         """A write transaction whose appends are folded by every projector before commit."""
@@ -219,10 +240,10 @@ class Projection:
         if not new:
             return records, before
         for projector in self._projectors:
-            projector.apply(tx, new)
+            projector.apply(self._db, new)
         # One single-row update per projector: SQLite runs `name IN (...)` several times slower.
         last = new[-1]
-        tx.executemany(
+        self._db.executemany(
             sql.CHECKPOINT_ADVANCE, [(last.position, last.chain_hash, name) for name in self._names]
         )
         return records, last.position
@@ -291,4 +312,4 @@ class ProjectedTransaction:
         if not self._current:
             self._projection._ensure_current(self._tx)
             self._current = True
-        return self._tx.execute(statement, params)
+        return self._projection.database.execute(statement, params)

@@ -14,7 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from eventlog import Exclusion, InvalidTypeError, NewEvent, RecallRecorded, content_hash
+from eventlog import (
+    Exclusion,
+    InvalidTypeError,
+    NewEvent,
+    ReadOnlyStoreError,
+    RecallRecorded,
+    content_hash,
+)
 from eventlog.checks import check_optional_identifier
 from projections import reads
 from projections.entries import MemoryEntry
@@ -22,6 +29,7 @@ from projections.reads import Candidate
 from projections.store import SQLiteMemoryStore
 from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import check_limit, check_tags
+from projections.view import READ_ONLY, MemoryView
 
 HEADER = "## Persistent Memory"
 PREAMBLE = (
@@ -44,7 +52,7 @@ _HIDDEN = re.compile(
 
 
 def load_persistent_memory(
-    store: SQLiteMemoryStore,
+    store: MemoryView,
     tags: Sequence[str] | None,
     *,
     trust_policy: MemoryTrustPolicy | None = None,
@@ -59,6 +67,8 @@ def load_persistent_memory(
     recall receipt naming what was included and what was kept out.
     """
     if not isinstance(store, SQLiteMemoryStore):
+        if isinstance(store, MemoryView):
+            raise ReadOnlyStoreError(READ_ONLY)
         raise InvalidTypeError(f"store must be a SQLiteMemoryStore, not {type(store).__name__}")
     if trust_policy is not None and not isinstance(trust_policy, MemoryTrustPolicy):
         raise InvalidTypeError(
@@ -70,11 +80,10 @@ def load_persistent_memory(
     for name, value in (("task_id", task_id), ("run_id", run_id), ("adapter", adapter)):
         check_optional_identifier(name, value)
     trust = (policy.trust_untagged, tuple(sorted(policy.trusted_adapters)))
-    live = store.event_log
-    with live.snapshot() as snap:
+    with store.event_log.snapshot() as snap:
         head = snap.head().position
         included, refused = reads.prompt_candidates(
-            snap,
+            store.read_model,
             tags=wanted,
             trust=trust if policy.enabled else None,
             limit=count,

@@ -7,7 +7,6 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Any
 
 from eventlog import (
@@ -19,7 +18,6 @@ from eventlog import (
     MemoryRemoved,
     MemoryReweighted,
     NewEvent,
-    ReadOnlyStoreError,
     RecordedEvent,
     open_log,
 )
@@ -30,20 +28,11 @@ from eventlog.checks import (
     check_optional_identifier,
     check_position,
 )
-from projections import reads, sql
-from projections.entries import MemoryEntry
-from projections.knowledge import KnowledgeProjector
+from projections import sql
 from projections.legacy import legacy_events
-from projections.projector import ProjectedTransaction, Projection, Projector
-from projections.reads import Readable, Reader
-from projections.receipts import ReceiptProjector
-from projections.validation import (
-    check_allow_list,
-    check_importance,
-    check_limit,
-    check_memory_type,
-    check_tags,
-)
+from projections.projector import ProjectedTransaction, Projection
+from projections.validation import check_importance, check_memory_type, check_tags
+from projections.view import MemoryView, default_projectors
 
 ADD_KEYS = frozenset(
     (
@@ -60,12 +49,7 @@ ADD_KEYS = frozenset(
 SECONDS_PER_DAY = 86400
 
 
-def default_projectors() -> tuple[Projector, ...]:
-    """The projectors every store keeps inline."""
-    return (KnowledgeProjector(), ReceiptProjector())
-
-
-class SQLiteMemoryStore:
+class SQLiteMemoryStore(MemoryView):
     """Persistent agent memory on an append-only, hash-chained log.
 
     The log and the read model share one SQLite file. A `source_adapter` given here is
@@ -84,29 +68,15 @@ class SQLiteMemoryStore:
         if clock_ns is not None and not callable(clock_ns):
             raise InvalidTypeError(f"clock_ns must be callable, not {_type_name(clock_ns)}")
         self._clock_ns = clock_ns or time.time_ns
-        self._log: EventLog | None = open_log(
-            db_path, durability=durability, clock_ns=self._clock_ns
-        )
-        self.db_path = Path(db_path) if str(db_path) != ":memory:" else db_path
-        self._projection = Projection(self._log, default_projectors())
-        self._reader: Reader = self._log
+        self._log = open_log(db_path, durability=durability, clock_ns=self._clock_ns)
         try:
+            self._projection = Projection(self._log, default_projectors())
+            super().__init__(self._projection, db_path=db_path, resources=[self._log])
             self._projection.open()
             self._import_legacy()
         except BaseException:
             self._log.close()
             raise
-
-    @classmethod
-    def _view(cls, db_path: str | os.PathLike[str], reader: Reader) -> SQLiteMemoryStore:
-        """A read-only store over a read model folded elsewhere (time travel)."""
-        view = cls.__new__(cls)
-        view.db_path = Path(db_path)
-        view._source_adapter = None
-        view._clock_ns = time.time_ns
-        view._log = None
-        view._reader = reader
-        return view
 
     # -- plumbing shared with the knowledge base and the prompt builder ------------------
 
@@ -117,28 +87,23 @@ class SQLiteMemoryStore:
 
     @property
     def read_only(self) -> bool:
-        """Whether this store refuses writes (a view of the past)."""
-        return self._log is None
+        """Whether this store refuses writes: a store writes."""
+        return False
 
     @property
     def event_log(self) -> EventLog:
         """The underlying event log (for audit tools)."""
-        if self._log is None:
-            raise ReadOnlyStoreError("this store is a view of the past and has no live log")
         return self._log
+
+    @property
+    def read_model(self) -> sql.Database:
+        """The read model's tables, to query inside `event_log.snapshot()` (or a write)."""
+        return self._projection.database
 
     def write_transaction(self) -> AbstractContextManager[ProjectedTransaction]:
         """A write transaction: events appended through it are folded into the read model
         before it commits, and read-model queries inside it see the log's head."""
-        if self._log is None:
-            raise ReadOnlyStoreError(
-                "this store is a read-only view of a past state; writes are refused"
-            )
         return self._projection.transaction()
-
-    def snapshot(self) -> AbstractContextManager[Readable]:
-        """A consistent read of the read model."""
-        return self._reader.snapshot()
 
     def _append(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
         with self.write_transaction() as tx:
@@ -146,9 +111,10 @@ class SQLiteMemoryStore:
 
     def _import_legacy(self) -> None:
         """Import a legacy `memory` table in this file, once: only into an empty log."""
-        live = self.event_log
-        with live.snapshot() as snap:
-            if snap.head().position or not snap.execute(sql.LEGACY_TABLE_EXISTS):
+        with self._log.snapshot() as snap:
+            if snap.head().position or not self._projection.database.execute(
+                sql.LEGACY_TABLE_EXISTS
+            ):
                 return
         with self.write_transaction() as tx:
             if tx.head_position():
@@ -282,108 +248,8 @@ class SQLiteMemoryStore:
             source_adapter=self._source_adapter,
         )
 
-    # -- reads ---------------------------------------------------------------------------
-
-    def list(
-        self, type: str | None = None, tags: builtins.list[str] | None = None, limit: int = 50
-    ) -> builtins.list[MemoryEntry]:
-        """Visible entries, newest first, optionally of one type or with any of `tags`."""
-        return self.query(type=type, tags=tags, limit=limit)
-
-    def query(
-        self,
-        type: str | None = None,
-        tags: builtins.list[str] | None = None,
-        limit: int = 50,
-        *,
-        read_only_from_adapters: builtins.list[str] | None = None,
-    ) -> builtins.list[MemoryEntry]:
-        """Like `list`, with an adapter allow-list: None reads every row, a list reads only
-        rows those adapters wrote (untagged rows excluded), and [] reads nothing."""
-        kind = None if type is None else check_memory_type(type)
-        wanted = check_tags(tags)
-        count = check_limit(limit)
-        adapters = check_allow_list(read_only_from_adapters)
-        if adapters == ():
-            return []
-        with self._reader.snapshot() as snap:
-            return reads.entries(snap, type=kind, tags=wanted, adapters=adapters, limit=count)
-
-    def get_relevant(
-        self,
-        tags: builtins.list[str],
-        limit: int = 10,
-        *,
-        read_only_from_adapters: builtins.list[str] | None = None,
-    ) -> builtins.list[MemoryEntry]:
-        """Entries sharing a tag with `tags`, ranked by tags shared, importance, then recency;
-        with no tags, the newest entries. Allow-list as in `query`."""
-        wanted = check_tags(tags, name="tags")
-        count = check_limit(limit)
-        adapters = check_allow_list(read_only_from_adapters)
-        if adapters == ():
-            return []
-        with self._reader.snapshot() as snap:
-            return reads.relevant(snap, tags=wanted, adapters=adapters, limit=count)
-
-    # -- helpers the replaced store offered ----------------------------------------------
-
-    def add_episodic(
-        self,
-        content: str,
-        task_id: str,
-        agent: str = "",
-        model: str = "",
-        tags: builtins.list[str] | None = None,
-    ) -> int:
-        """Record what happened (importance 0.8)."""
-        return self.add("episodic", content, tags, 0.8, task_id, agent, model)
-
-    def add_semantic(
-        self, content: str, tags: builtins.list[str] | None = None, importance: float = 1.0
-    ) -> int:
-        """Record a fact about the codebase."""
-        return self.add("semantic", content, tags, importance)
-
-    def add_procedural(self, content: str, tags: builtins.list[str] | None = None) -> int:
-        """Record how to do something (importance 0.9)."""
-        return self.add("procedural", content, tags, 0.9)
-
-    def query_for_task(
-        self, role: str, context_files: builtins.list[str], limit: int = 10
-    ) -> builtins.list[MemoryEntry]:
-        """Relevant entries for a role and the first two path segments of its files."""
-        if not isinstance(role, str):
-            raise InvalidTypeError(f"role must be str, not {_type_name(role)}")
-        if isinstance(context_files, (str, bytes)) or not isinstance(context_files, Iterable):
-            raise InvalidTypeError(
-                f"context_files must be a list of paths, not {_type_name(context_files)}"
-            )
-        files = builtins.list(context_files)
-        for index, path in enumerate(files):
-            if not isinstance(path, str):
-                raise InvalidTypeError(
-                    f"context_files[{index}] must be str, not {_type_name(path)}"
-                )
-        wanted = [role]
-        for path in files:
-            parts = path.replace("\\", "/").split("/")
-            wanted.extend(part for part in parts[:2] if part and part != ".")
-        usable = [t for t in dict.fromkeys(wanted) if t.strip() and "," not in t]
-        return self.get_relevant(usable, limit=limit)
-
-    # -- lifetime ------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the database connection."""
-        if self._log is not None:
-            self._log.close()
-
     def __enter__(self) -> SQLiteMemoryStore:
         return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def _type_name(value: object) -> str:

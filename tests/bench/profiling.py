@@ -162,8 +162,7 @@ def single(folder: Path, verb: str, durability: str, count: int) -> None:
     copy = folder / f"{verb}-{durability}-copy.db"
     store = SQLiteMemoryStore(path, durability=durability)  # type: ignore[arg-type]
     kb = CrossTaskKB(store, run_id="bench-run", producer_task_id="bench-task")
-    with store.event_log.snapshot() as snap:
-        snap.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.read_model.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     shutil.copyfile(path, copy)
     timed = attach(store.event_log)
     start = time.perf_counter()
@@ -216,8 +215,7 @@ def batched(folder: Path, verb: str, count: int) -> None:
     profile(ours(corpus.memories(count)), count)
     path = folder / f"{verb}.db"
     copy = folder / f"{verb}-copy.db"
-    with store.event_log.snapshot() as snap:
-        snap.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.read_model.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     shutil.copyfile(path, copy)
     timed = attach(store.event_log)
     start = time.perf_counter()
@@ -277,7 +275,7 @@ def relevant(folder: Path, count: int) -> None:
 
     print(f"  unprofiled: {wall_us(run, len(queries)) / 1000:.3f} ms/query")
     profile(run, len(queries))
-    with store.event_log.snapshot() as snap:
+    with store.snapshot() as snap:
         for tag in queries[0]:
             rows = snap.execute("SELECT count(*) FROM fl_memory_tag WHERE tag = ?", (tag,))
             print(f"  tag {tag!r} is on {rows[0][0]} entries")

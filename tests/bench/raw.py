@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from eventlog import EventLog
+from eventlog import EventLog, SQLiteEventLog
 from tests.bench.corpus import Memory
 
 PRAGMAS = ("journal_mode", "synchronous", "cache_size", "temp_store", "wal_autocheckpoint")
@@ -43,8 +43,11 @@ LegacyRow = tuple[str, str, str, float, str | None, float, str | None]
 
 def pragmas_of(log: EventLog) -> dict[str, str]:
     """The pragmas our own connection runs with, read back from it."""
-    with log.snapshot() as snap:
-        return {name: str(snap.execute(f"PRAGMA {name}")[0][0]) for name in PRAGMAS}
+    assert isinstance(log, SQLiteEventLog)
+    with log.snapshot():
+        return {
+            name: str(log.connection.execute(f"PRAGMA {name}").fetchone()[0]) for name in PRAGMAS
+        }
 
 
 def connect(path: Path, pragmas: dict[str, str], *, read_only: bool = False) -> sqlite3.Connection:

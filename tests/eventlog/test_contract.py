@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import EventLog, open_log
-from tests.eventlog.contract import LogContract
+from eventlog.contract import LogContract
 
 
 class TestSQLiteFile(LogContract):

@@ -17,7 +17,7 @@ from eventlog import (
     UnknownEventKindError,
     open_log,
 )
-from tests.eventlog.contract import memory
+from eventlog.contract import memory
 
 
 def test_log_table_refuses_update_and_delete(tmp_path: Path) -> None:
@@ -38,9 +38,27 @@ def test_wal_and_durability_pragmas(tmp_path: Path) -> None:
     full = open_log(tmp_path / "a.db")
     fast = open_log(tmp_path / "b.db", durability="fast")
     for log, level in ((full, 2), (fast, 1)):
-        with log.snapshot() as snap:
-            assert [("wal",)] == snap.execute("PRAGMA journal_mode")
-            assert [(level,)] == snap.execute("PRAGMA synchronous")
+        with log.snapshot():
+            assert ("wal",) == log.connection.execute("PRAGMA journal_mode").fetchone()
+            assert (level,) == log.connection.execute("PRAGMA synchronous").fetchone()
+
+
+def test_rows_written_on_the_connection_commit_with_the_append(tmp_path: Path) -> None:
+    """A read model in the log's file writes on `connection` inside the log's transaction:
+    its rows commit, or roll back, with the append."""
+    log = open_log(tmp_path / "log.db")
+    with log.transaction():
+        log.connection.execute("CREATE TABLE side (position INTEGER)")
+    with log.transaction() as tx:
+        record = tx.append(memory())
+        log.connection.execute("INSERT INTO side VALUES (?)", (record.position,))
+    with pytest.raises(RuntimeError), log.transaction() as tx:
+        record = tx.append(memory())
+        log.connection.execute("INSERT INTO side VALUES (?)", (record.position,))
+        raise RuntimeError("projector failed")
+    with log.snapshot():
+        assert [(1,)] == log.connection.execute("SELECT position FROM side").fetchall()
+    assert 1 == log.head().position
 
 
 def test_log_id_is_stable_across_opens(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 from eventlog import Problem, open_log, verify_chain
 from eventlog.chain import genesis, leaf_hash, link
 from eventlog.codec import content_hash
-from tests.eventlog.contract import fact, memory
+from eventlog.contract import fact, memory
 
 Tamper = Callable[[sqlite3.Connection], None]
 

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import structlog
 from hypothesis import HealthCheck, given, settings
 
 from eventlog import MemoryAdded, NewEvent, open_log
-from projections import CrossTaskKB, SQLiteMemoryStore, default_projectors, fold
+from projections import CrossTaskKB, ScratchDatabase, SQLiteMemoryStore, default_projectors, fold
 from projections.knowledge import KnowledgeProjector
-from projections.scratch import ScratchDatabase
 from projections.tables import table_rows
 from tests.histories import HISTORIES, Operation, play
 
@@ -21,7 +20,7 @@ StoreFactory = Callable[..., SQLiteMemoryStore]
 
 
 def live_tables(store: SQLiteMemoryStore) -> dict[str, list[tuple[object, ...]]]:
-    with store.event_log.snapshot() as snap:
+    with store.snapshot() as snap:
         return {
             table: list(table_rows(snap, table))
             for projector in default_projectors()
@@ -73,7 +72,10 @@ def test_store_catches_up_on_events_appended_without_projectors(
 
 
 def test_version_change_rebuilds_the_projector(
-    db_path: Path, make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+    db_path: Path,
+    make_store: StoreFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A projector whose version changed is dropped and refolded from the log on open."""
     store = make_store()
@@ -83,16 +85,18 @@ def test_version_change_rebuilds_the_projector(
     before = store.list()
     store.close()
     monkeypatch.setattr(KnowledgeProjector, "version", 3)
-    with structlog.testing.capture_logs() as logs:
-        again = make_store()
+    caplog.clear()
+    again = make_store()
     assert before == again.list()
     assert {"knowledge": (3, 3), "receipts": (1, 3)} == checkpoints(db_path)
-    assert [("knowledge", "version 2 -> 3")] == [
-        (e["projector"], e["reason"]) for e in logs if e["event"] == "projector_rebuild"
+    assert [(logging.WARNING, "knowledge", "version 2 -> 3")] == [
+        (r.levelno, r.projector, r.reason) for r in caplog.records if r.msg == "projector_rebuild"
     ]
 
 
-def test_checkpoint_not_matching_the_log_rebuilds(db_path: Path, make_store: StoreFactory) -> None:
+def test_checkpoint_not_matching_the_log_rebuilds(
+    db_path: Path, make_store: StoreFactory, caplog: pytest.LogCaptureFixture
+) -> None:
     """A checkpoint whose chain hash differs from the log's is rebuilt, not trusted."""
     store = make_store()
     store.add("learning", "a")
@@ -101,10 +105,10 @@ def test_checkpoint_not_matching_the_log_rebuilds(db_path: Path, make_store: Sto
     raw.execute("UPDATE fl_projector_checkpoint SET chain_hash = 'ff' WHERE name = 'knowledge'")
     raw.execute("DELETE FROM fl_memory")
     raw.commit()
-    with structlog.testing.capture_logs() as logs:
-        again = make_store()
+    caplog.clear()
+    again = make_store()
     assert ["a"] == [e.content for e in again.list()]
-    assert any(e["event"] == "projector_rebuild" for e in logs)
+    assert any(r.msg == "projector_rebuild" for r in caplog.records)
 
 
 def test_dropped_read_model_is_rebuilt_from_the_log(

@@ -3,13 +3,14 @@ model: every visible row, its tags counted from the tag table, sorted in one go.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
-import structlog
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ from eventlog.checks import MAX_POSITION
 from projections import (
     CrossTaskKB,
     MemoryTrustPolicy,
+    ScratchDatabase,
     SQLiteMemoryStore,
     default_projectors,
     fold,
@@ -26,7 +28,6 @@ from projections import (
 )
 from projections import prompt as prompt_module
 from projections.prompt import QUARANTINED, UNTAGGED_NOT_TRUSTED, UNTRUSTED_ADAPTER
-from projections.scratch import ScratchDatabase
 from projections.tables import table_rows
 
 TAGS = ["a", "b", "c", "d"]
@@ -330,18 +331,19 @@ def test_facts_fold_alike_one_by_one_in_batches_and_inline(
         assert expected == live(store)
 
 
-def test_publish_many_warns_for_every_overwrite_in_the_batch(store: SQLiteMemoryStore) -> None:
+def test_publish_many_warns_for_every_overwrite_in_the_batch(
+    store: SQLiteMemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
     """Each version that replaces another, earlier in the batch or before it, is reported
     with the position and producer it replaced."""
     CrossTaskKB(store, producer_task_id="first").publish("t", "k", "v0", scope="project")
     facade = CrossTaskKB(store, producer_task_id="second")
-    with structlog.testing.capture_logs() as logs:
-        facade.publish_many(
-            [("t", "k", "v1"), ("t", "new", "v"), ("t", "k", "v2")], scope="project"
-        )
+    caplog.set_level(logging.INFO, logger="factledger")
+    caplog.clear()
+    facade.publish_many([("t", "k", "v1"), ("t", "new", "v"), ("t", "k", "v2")], scope="project")
     assert [(1, "first", 2), (2, "second", 4)] == [
-        (e["previous_position"], e["previous_producer"], e["position"])
-        for e in logs
-        if e["event"] == "fact_overwritten"
+        (r.previous_position, r.previous_producer, r.position)
+        for r in caplog.records
+        if r.msg == "fact_overwritten"
     ]
     assert ["v2", "v"] == [f.value for f in facade.subscribe("t", scope="project")]

@@ -1,0 +1,237 @@
+"""`MemoryView`: the store's read API over a read model, refusing every write.
+
+A view is what investigations and time travel return: the knowledge base as it is in a file
+opened read-only, or as it was at a past position, folded in memory. `SQLiteMemoryStore` is
+a view that can also write.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from eventlog import EventLog, InvalidTypeError, ReadOnlyStoreError, open_log
+from eventlog.checks import check_position
+from projections import reads, sql
+from projections.entries import MemoryEntry
+from projections.knowledge import KnowledgeProjector
+from projections.projector import ProjectedTransaction, Projection, Projector, fold
+from projections.reads import Readable, Reader
+from projections.receipts import ReceiptProjector
+from projections.validation import check_allow_list, check_limit, check_memory_type, check_tags
+
+READ_ONLY = "this store is a read-only view of the log; writes are refused"
+
+
+def default_projectors() -> tuple[Projector, ...]:
+    """The projectors every store keeps inline."""
+    return (KnowledgeProjector(), ReceiptProjector())
+
+
+class MemoryView:
+    """The memory store's reads over one read model. Every write raises `ReadOnlyStoreError`."""
+
+    def __init__(
+        self, reader: Reader, *, db_path: str | os.PathLike[str], resources: Iterable[Any] = ()
+    ) -> None:
+        self._reader = reader
+        self.db_path = Path(db_path) if str(db_path) != ":memory:" else db_path
+        self._resources = builtins.list(resources)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store refuses writes."""
+        return True
+
+    @property
+    def source_adapter(self) -> str | None:
+        """The adapter stamped on writes that name none (a view writes nothing)."""
+        return None
+
+    @property
+    def event_log(self) -> EventLog:
+        """The underlying live event log; a view has none to write to."""
+        raise ReadOnlyStoreError(READ_ONLY)
+
+    def snapshot(self) -> AbstractContextManager[Readable]:
+        """A consistent read of the read model."""
+        return self._reader.snapshot()
+
+    def write_transaction(self) -> AbstractContextManager[ProjectedTransaction]:
+        """Refused: a view writes nothing."""
+        raise ReadOnlyStoreError(READ_ONLY)
+
+    # -- writes, refused -----------------------------------------------------------------
+
+    def add(
+        self,
+        type: str,
+        content: str,
+        tags: builtins.list[str] | None = None,
+        importance: float = 1.0,
+        task_id: str | None = None,
+        source_agent: str = "",
+        source_model: str = "",
+        source_adapter: str | None = None,
+    ) -> int:
+        """Refused: a view writes nothing."""
+        raise ReadOnlyStoreError(READ_ONLY)
+
+    def add_many(self, rows: Iterable[Mapping[str, Any]]) -> builtins.list[int]:
+        """Refused: a view writes nothing."""
+        raise ReadOnlyStoreError(READ_ONLY)
+
+    def remove(self, entry_id: int) -> bool:
+        """Refused: a view writes nothing."""
+        raise ReadOnlyStoreError(READ_ONLY)
+
+    def prune(self, max_entries: int = 1000, max_age_days: float = 30) -> int:
+        """Refused: a view writes nothing."""
+        raise ReadOnlyStoreError(READ_ONLY)
+
+    def decay_importance(self, rate: float = 0.99) -> None:
+        """Refused: a view writes nothing."""
+        raise ReadOnlyStoreError(READ_ONLY)
+
+    def add_episodic(
+        self,
+        content: str,
+        task_id: str,
+        agent: str = "",
+        model: str = "",
+        tags: builtins.list[str] | None = None,
+    ) -> int:
+        """Record what happened (importance 0.8)."""
+        return self.add("episodic", content, tags, 0.8, task_id, agent, model)
+
+    def add_semantic(
+        self, content: str, tags: builtins.list[str] | None = None, importance: float = 1.0
+    ) -> int:
+        """Record a fact about the codebase."""
+        return self.add("semantic", content, tags, importance)
+
+    def add_procedural(self, content: str, tags: builtins.list[str] | None = None) -> int:
+        """Record how to do something (importance 0.9)."""
+        return self.add("procedural", content, tags, 0.9)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def list(
+        self, type: str | None = None, tags: builtins.list[str] | None = None, limit: int = 50
+    ) -> builtins.list[MemoryEntry]:
+        """Visible entries, newest first, optionally of one type or with any of `tags`."""
+        return self.query(type=type, tags=tags, limit=limit)
+
+    def query(
+        self,
+        type: str | None = None,
+        tags: builtins.list[str] | None = None,
+        limit: int = 50,
+        *,
+        read_only_from_adapters: builtins.list[str] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """Like `list`, with an adapter allow-list: None reads every row, a list reads only
+        rows those adapters wrote (untagged rows excluded), and [] reads nothing."""
+        kind = None if type is None else check_memory_type(type)
+        wanted = check_tags(tags)
+        count = check_limit(limit)
+        adapters = check_allow_list(read_only_from_adapters)
+        if adapters == ():
+            return []
+        with self._reader.snapshot() as snap:
+            return reads.entries(snap, type=kind, tags=wanted, adapters=adapters, limit=count)
+
+    def get_relevant(
+        self,
+        tags: builtins.list[str],
+        limit: int = 10,
+        *,
+        read_only_from_adapters: builtins.list[str] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """Entries sharing a tag with `tags`, ranked by tags shared, importance, then recency;
+        with no tags, the newest entries. Allow-list as in `query`."""
+        wanted = check_tags(tags, name="tags")
+        count = check_limit(limit)
+        adapters = check_allow_list(read_only_from_adapters)
+        if adapters == ():
+            return []
+        with self._reader.snapshot() as snap:
+            return reads.relevant(snap, tags=wanted, adapters=adapters, limit=count)
+
+    # -- the replaced store's task helper ------------------------------------------------
+
+    def query_for_task(
+        self, role: str, context_files: builtins.list[str], limit: int = 10
+    ) -> builtins.list[MemoryEntry]:
+        """Relevant entries for a role and the first two path segments of its files."""
+        if not isinstance(role, str):
+            raise InvalidTypeError(f"role must be str, not {_type_name(role)}")
+        if isinstance(context_files, (str, bytes)) or not isinstance(context_files, Iterable):
+            raise InvalidTypeError(
+                f"context_files must be a list of paths, not {_type_name(context_files)}"
+            )
+        files = builtins.list(context_files)
+        for index, path in enumerate(files):
+            if not isinstance(path, str):
+                raise InvalidTypeError(
+                    f"context_files[{index}] must be str, not {_type_name(path)}"
+                )
+        wanted = [role]
+        for path in files:
+            parts = path.replace("\\", "/").split("/")
+            wanted.extend(part for part in parts[:2] if part and part != ".")
+        usable = [t for t in dict.fromkeys(wanted) if t.strip() and "," not in t]
+        return self.get_relevant(usable, limit=limit)
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Free what the view holds (a folded scratch database, a read-only log handle)."""
+        for resource in reversed(self._resources):
+            resource.close()
+        self._resources.clear()
+
+    def __enter__(self) -> MemoryView:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def view_at(event_log: EventLog, position: int, *, db_path: str | os.PathLike[str]) -> MemoryView:
+    """A view of the state right after `position`, folded in memory from `event_log`."""
+    check_position("position", position)
+    scratch = sql.ScratchDatabase()
+    try:
+        with scratch.bulk():
+            fold(scratch, default_projectors(), event_log.read(until=position))
+    except BaseException:
+        scratch.close()
+        raise
+    scratch.seal()
+    return MemoryView(scratch, db_path=db_path, resources=[scratch])
+
+
+def open_view(db_path: str | os.PathLike[str]) -> MemoryView:
+    """The knowledge base in `db_path`, opened read-only: nothing is imported, caught up or
+    rebuilt into the file. A read model that is not current with the log is folded in memory
+    instead, up to the head as of opening."""
+    event_log = open_log(db_path, read_only=True)
+    try:
+        projection = Projection(event_log, default_projectors())
+        if projection.is_current():
+            return MemoryView(projection, db_path=db_path, resources=[event_log])
+        view = view_at(event_log, event_log.head().position, db_path=db_path)
+    except BaseException:
+        event_log.close()
+        raise
+    event_log.close()
+    return view
