@@ -21,17 +21,17 @@ from multiprocessing.connection import Connection
 from typing import NamedTuple
 
 import msgspec
-import structlog
 
 from eventlog import ChainBreak, EventLog, InvalidTypeError, Problem, StoredRow, open_log
 from eventlog.chain import genesis
 from eventlog.checks import check_path, check_position
+from eventlog.logs import get_logger
 from eventlog.verify import ChainWalker
 from replay import workers
 from replay.checkpoints import Checkpoint
 from replay.merkle import CompactRange
 
-log = structlog.get_logger("factledger.replay")
+log = get_logger("factledger.replay")
 
 BATCH = 1 << 14
 """Rows walked between progress reports (and Merkle folds)."""

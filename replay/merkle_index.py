@@ -16,8 +16,6 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
-import structlog
-
 from eventlog import (
     ChainBreak,
     CorruptLogError,
@@ -28,13 +26,14 @@ from eventlog import (
     open_log,
 )
 from eventlog.chain import genesis, leaf_hash
+from eventlog.logs import get_logger
 from eventlog.verify import ChainWalker
 from projections import TableWriter
 from projections.scratch import ScratchDatabase
 from replay.merkle import CompactRange, Node, Span, fold, perfect_hash, pieces
 from replay.readers import release, shared_reader
 
-log = structlog.get_logger("factledger.replay")
+log = get_logger("factledger.replay")
 
 TILE_LEVEL = 4
 TILE = 1 << TILE_LEVEL

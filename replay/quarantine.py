@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-import structlog
-
 from eventlog import (
     InvalidInputError,
     InvalidTypeError,
@@ -27,11 +25,12 @@ from eventlog.checks import (
     check_position,
     check_positions,
 )
+from eventlog.logs import get_logger
 from projections import SQLiteMemoryStore
 from projections import sql as read_model
 from projections.knowledge import matching_positions
 
-log = structlog.get_logger("factledger.replay")
+log = get_logger("factledger.replay")
 
 MAX_REASON_CHARS = 2000
 

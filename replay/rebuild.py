@@ -24,17 +24,17 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import msgspec
-import structlog
 
 from eventlog import EventLog, Head, InvalidTypeError, ReadSnapshot, RecordedEvent, open_log
 from eventlog.chain import genesis
+from eventlog.logs import get_logger
 from projections import default_projectors, sql
 from projections.projector import Projection, Projector
 from projections.scratch import ScratchDatabase
 from projections.tables import table_digest, table_exists
 from replay import workers
 
-log = structlog.get_logger("factledger.replay")
+log = get_logger("factledger.replay")
 
 MIN_WORKER_EVENTS = 50_000
 """Fewest events for which the live side is digested by a worker interpreter meanwhile."""

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import msgspec
-import structlog
 
-log = structlog.get_logger("factledger.replay")
+from eventlog.logs import get_logger
+
+log = get_logger("factledger.replay")
 
 M = TypeVar("M")
 Send = Callable[[bytes], object]

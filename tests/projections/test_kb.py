@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import blake3
 import pytest
-import structlog
 
 from eventlog import InvalidInputError, InvalidTypeError
 from projections import CrossTaskKB, Fact, PublishCounter, SQLiteMemoryStore, get_global_counter
@@ -108,30 +108,72 @@ def test_history_keeps_every_version_oldest_first(store: SQLiteMemoryStore) -> N
     assert [1, 2, 3] == [f.position for f in history]
 
 
-def test_overwrite_warns_with_positions_and_producers_not_values(store: SQLiteMemoryStore) -> None:
-    """Overwriting an identity logs both positions and producers, never the values."""
+def overwrites(caplog: pytest.LogCaptureFixture) -> list[dict[str, object]]:
+    """The fields of every `fact_overwritten` record, with the level's name as `level`."""
+    return [
+        {**vars(r), "level": r.levelname} for r in caplog.records if r.msg == "fact_overwritten"
+    ]
+
+
+def test_overwrite_by_another_producer_warns_with_positions_and_producers_not_values(
+    store: SQLiteMemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another producer overwriting an identity is a warning naming both positions, producers
+    and adapters, never the values."""
+    caplog.set_level(logging.INFO, logger="factledger")
     kb(store, producer_task_id="a").publish("t", "k", "secret-one", scope="project")
-    with structlog.testing.capture_logs() as logs:
-        kb(store, producer_task_id="b").publish("t", "k", "secret-two", scope="project")
-    [warning] = [e for e in logs if e["event"] == "fact_overwritten"]
+    kb(store, producer_task_id="b").publish("t", "k", "secret-two", scope="project")
+    [warning] = overwrites(caplog)
     assert {
         "scope": "project",
         "tag": "t",
         "key": "k",
         "previous_position": 1,
         "previous_producer": "a",
+        "previous_adapter": None,
         "position": 2,
         "producer": "b",
-        "log_level": "warning",
+        "adapter": None,
+        "level": "WARNING",
     }.items() <= warning.items()
-    assert "secret" not in repr(logs)
+    assert "secret" not in repr([vars(r) for r in caplog.records])
+    assert "secret" not in caplog.text
 
 
-def test_first_publish_does_not_warn(store: SQLiteMemoryStore) -> None:
+def test_overwrite_under_another_adapter_warns(
+    store: SQLiteMemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same producer writing under a different adapter is a warning too."""
+    caplog.set_level(logging.INFO, logger="factledger")
+    facade = kb(store, producer_task_id="a")
+    facade.publish("t", "k", "v1", scope="project", source_adapter="claude-code")
+    facade.publish("t", "k", "v2", scope="project", source_adapter="codex")
+    assert [("WARNING", "claude-code", "codex")] == [
+        (o["level"], o["previous_adapter"], o["adapter"]) for o in overwrites(caplog)
+    ]
+
+
+def test_producer_updating_its_own_fact_logs_at_info(
+    store: SQLiteMemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same producer under the same adapter updating its fact is routine: info, not a
+    warning."""
+    caplog.set_level(logging.INFO, logger="factledger")
+    facade = kb(store, producer_task_id="a", source_adapter="codex")
+    facade.publish("t", "k", "v1", scope="project")
+    facade.publish("t", "k", "v2", scope="project")
+    assert [("INFO", 1, 2)] == [
+        (o["level"], o["previous_position"], o["position"]) for o in overwrites(caplog)
+    ]
+
+
+def test_first_publish_does_not_log_an_overwrite(
+    store: SQLiteMemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
     """A new identity is not an overwrite."""
-    with structlog.testing.capture_logs() as logs:
-        kb(store).publish("t", "k", "v", scope="project")
-    assert [] == [e for e in logs if e["event"] == "fact_overwritten"]
+    caplog.set_level(logging.INFO, logger="factledger")
+    kb(store).publish("t", "k", "v", scope="project")
+    assert [] == overwrites(caplog)
 
 
 def test_subscribe_allow_list_semantics(store: SQLiteMemoryStore) -> None:
@@ -188,18 +230,19 @@ def test_hook_receives_the_documented_payload(store: SQLiteMemoryStore) -> None:
     ] == calls
 
 
-def test_failing_hook_never_fails_the_publish(store: SQLiteMemoryStore) -> None:
+def test_failing_hook_never_fails_the_publish(
+    store: SQLiteMemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
     """A hook that raises is logged; the fact stays published."""
 
     def broken(name: str, data: dict[str, object]) -> None:
         raise RuntimeError("plugin exploded")
 
     facade = kb(store, hook_dispatch=broken)
-    with structlog.testing.capture_logs() as logs:
-        fact = facade.publish("t", "k", "v", scope="project")
+    fact = facade.publish("t", "k", "v", scope="project")
     assert [fact] == list(facade.subscribe("t", scope="project"))
-    assert [("fact_hook_failed", "RuntimeError")] == [
-        (e["event"], e["error_type"]) for e in logs if e["event"] == "fact_hook_failed"
+    assert [(logging.WARNING, "RuntimeError")] == [
+        (r.levelno, r.error_type) for r in caplog.records if r.msg == "fact_hook_failed"
     ]
 
 
