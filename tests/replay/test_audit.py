@@ -10,7 +10,6 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from structlog.testing import capture_logs
 
 from eventlog import (
     ChainWalker,
@@ -276,7 +275,7 @@ def test_worker_processes_agree_with_one_process(tmp_path: Path, tamper: Tamper 
 
 @pytest.mark.parametrize("failure", ["cannot start", "dies"])
 def test_failed_worker_is_replaced_by_walking_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, failure: str
 ) -> None:
     """A worker that cannot start, or ends without a result, costs time, not correctness."""
     path = tmp_path / "log.db"
@@ -286,9 +285,9 @@ def test_failed_worker_is_replaced_by_walking_here(
         monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
     else:
         monkeypatch.setattr(audit, "_WORKER_CODE", "raise SystemExit(3)")
-    with capture_logs() as logs:
-        assert expected == verify(path, workers=2)
-    assert "verify_worker_failed" in [entry["event"] for entry in logs]
+    caplog.clear()
+    assert expected == verify(path, workers=2)
+    assert "verify_worker_failed" in [record.msg for record in caplog.records]
 
 
 def test_progress_is_reported_up_to_the_total(tmp_path: Path) -> None:

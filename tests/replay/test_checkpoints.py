@@ -10,7 +10,6 @@ from pathlib import Path
 import blake3
 import msgspec
 import pytest
-from structlog.testing import capture_logs
 
 from eventlog import (
     CorruptLogError,
@@ -116,16 +115,19 @@ def test_checkpoint_after_growth_catches_the_index_up(tmp_path: Path) -> None:
     assert expected_head(path) == (taken.size, taken.root, taken.chain_hash)
 
 
-def test_rewritten_log_gets_its_index_rebuilt(tmp_path: Path) -> None:
+def test_rewritten_log_gets_its_index_rebuilt(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """When the chain hash at the index's size changes, the index is dropped and rebuilt, and
     the next checkpoint describes the log as it now is."""
     path = tmp_path / "log.db"
     make_log(path, 34)
     checkpoint(path)
     rewrite_with_chain_recomputed(_raw(path))
-    with capture_logs() as logs:
-        taken = checkpoint(path)
-    assert ["merkle_index_rebuild"] == [entry["event"] for entry in logs]
+    caplog.set_level("DEBUG", logger="factledger")
+    caplog.clear()
+    taken = checkpoint(path)
+    assert ["merkle_index_rebuild"] == [record.msg for record in caplog.records]
     assert expected_head(path) == (taken.size, taken.root, taken.chain_hash)
 
 

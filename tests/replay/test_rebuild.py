@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 from hypothesis import HealthCheck, given, settings
 
 from eventlog import (
@@ -378,7 +377,10 @@ def test_a_worker_digests_the_live_side_and_sees_drift(
 
 
 def test_a_worker_that_fails_costs_time_not_the_result(
-    db_path: Path, store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+    db_path: Path,
+    store: SQLiteMemoryStore,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A worker that dies (or reports an error) leaves the live side to this process."""
     populate(store)
@@ -389,19 +391,23 @@ def test_a_worker_that_fails_costs_time_not_the_result(
     )
     for code in ("raise SystemExit(3)", "import os; os._exit(0)", "1/0", reports_an_error):
         monkeypatch.setattr(rebuild_module, "_WORKER_CODE", code)
-        with structlog.testing.capture_logs() as logs:
-            assert rebuild(db_path).matches
-        failures = [e for e in logs if e["event"] == "rebuild_worker_failed"]
+        caplog.clear()
+        assert rebuild(db_path).matches
+        failures = [r for r in caplog.records if r.msg == "rebuild_worker_failed"]
         assert len(failures) == 1
         if code == reports_an_error:
-            assert "StorageError" in failures[0]["error"]
+            assert "StorageError" in failures[0].error
     tamper(db_path, "UPDATE fl_memory SET content = 'poisoned' WHERE id = 2")
     assert not rebuild(db_path).matches
 
 
 @pytest.mark.parametrize("other_events", [3, 40])
 def test_a_worker_that_read_another_file_is_not_believed(
-    db_path: Path, store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch, other_events: int
+    db_path: Path,
+    store: SQLiteMemoryStore,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    other_events: int,
 ) -> None:
     """If the path named another log when the worker opened it (shorter or longer than
     ours), its head's chain hash is not ours: the live side is digested here instead."""
@@ -416,9 +422,9 @@ def test_a_worker_that_read_another_file_is_not_believed(
         f"import sys; from replay.rebuild import _worker_main; sys.argv[1] = {str(other)!r}; "
         "_worker_main()",
     )
-    with structlog.testing.capture_logs() as logs:
-        report = rebuild(db_path)
+    caplog.clear()
+    report = rebuild(db_path)
     assert report.matches
     assert report.compared_at == store.event_log.head().position
     if other_events > store.event_log.head().position:
-        assert any(e["event"] == "rebuild_worker_read_another_log" for e in logs)
+        assert any(r.msg == "rebuild_worker_read_another_log" for r in caplog.records)
