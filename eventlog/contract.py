@@ -217,7 +217,7 @@ class LogContract:
         [
             (MemoryAdded(type="x", content="y"), InvalidTypeError, "NewEvent"),
             (NewEvent(payload="text"), InvalidTypeError, "payload"),  # type: ignore[arg-type]
-            (memory(producer_task_id=7), InvalidTypeError, "producer_task_id"),  # type: ignore[arg-type]
+            (memory(producer_task_id=7), InvalidTypeError, "producer_task_id"),
             (memory(producer_task_id="a\x00b"), InvalidInputError, "producer_task_id"),
             (memory(run_id=""), InvalidInputError, "run_id"),
             (memory(source_adapter=" codex"), InvalidInputError, "source_adapter"),

@@ -2,23 +2,44 @@
 
 from __future__ import annotations
 
+from projections import inquiries
 from projections.entries import Fact, MemoryEntry
+from projections.errors import LegacyImportError
 from projections.kb import CrossTaskKB, PublishCounter, get_global_counter
-from projections.legacy import LegacyFile, LegacyImportError, legacy_events
-from projections.projector import Projection, Projector, TableWriter, fold
+from projections.knowledge import Identity, KnowledgeProjector, fact_identity, matching_positions
+from projections.legacy import LegacyFile, legacy_events
+from projections.projector import Projection, Projector, TableWriter, batches, fold
 from projections.prompt import load_persistent_memory, render
+from projections.reads import Readable, Reader, Row
 from projections.redaction import redact_value
 from projections.sql import ScratchDatabase
 from projections.store import SQLiteMemoryStore
+from projections.tables import table_digest, table_exists, table_rows
 from projections.trust import MemoryTrustPolicy, active_trust_policy
-from projections.validation import MEMORY_TYPES, SCOPES, MemoryType, Scope
-from projections.view import MemoryView, default_projectors, open_view, view_at
+from projections.validation import (
+    MEMORY_TYPES,
+    SCOPES,
+    MemoryType,
+    Scope,
+    check_key,
+    check_scope,
+    check_tag,
+)
+from projections.view import (
+    MemoryView,
+    default_projectors,
+    open_view,
+    read_model_at_head,
+    view_at,
+)
 
 __all__ = [
     "MEMORY_TYPES",
     "SCOPES",
     "CrossTaskKB",
     "Fact",
+    "Identity",
+    "KnowledgeProjector",
     "LegacyFile",
     "LegacyImportError",
     "MemoryEntry",
@@ -28,18 +49,32 @@ __all__ = [
     "Projection",
     "Projector",
     "PublishCounter",
+    "Readable",
+    "Reader",
+    "Row",
     "SQLiteMemoryStore",
     "Scope",
     "ScratchDatabase",
     "TableWriter",
     "active_trust_policy",
+    "batches",
+    "check_key",
+    "check_scope",
+    "check_tag",
     "default_projectors",
+    "fact_identity",
     "fold",
     "get_global_counter",
+    "inquiries",
     "legacy_events",
     "load_persistent_memory",
+    "matching_positions",
     "open_view",
+    "read_model_at_head",
     "redact_value",
     "render",
+    "table_digest",
+    "table_exists",
+    "table_rows",
     "view_at",
 ]

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from eventlog import FactPublished, InvalidInputError, InvalidTypeError, NewEvent, RecordedEvent
-from eventlog.checks import check_content, check_identifier, check_optional_identifier
+from eventlog.checks import check_actor, check_content, check_optional_actor
 from eventlog.logs import get_logger
 from projections import reads, sql
 from projections.entries import Fact
@@ -77,11 +77,11 @@ class CrossTaskKB:
         if not isinstance(store, MemoryView):
             raise InvalidTypeError(f"store must be a SQLiteMemoryStore, not {type(store).__name__}")
         self._store = store
-        self._run_id = check_identifier("run_id", run_id, allow_empty=True)
-        self._producer_task_id = check_identifier(
+        self._run_id = check_actor("run_id", run_id, allow_empty=True)
+        self._producer_task_id = check_actor(
             "producer_task_id", producer_task_id, allow_empty=True
         )
-        self._source_adapter = check_optional_identifier("source_adapter", source_adapter)
+        self._source_adapter = check_optional_actor("source_adapter", source_adapter)
         for name, value in (("hook_dispatch", hook_dispatch), ("clock_ns", clock_ns)):
             if value is not None and not callable(value):
                 raise InvalidTypeError(f"{name} must be callable, not {type(value).__name__}")
@@ -129,7 +129,7 @@ class CrossTaskKB:
     ) -> list[Fact]:
         """Publish several (tag, key, value) facts in one transaction: all or none."""
         checked_scope = self._scope(scope)
-        adapter = check_optional_identifier("source_adapter", source_adapter)
+        adapter = check_optional_actor("source_adapter", source_adapter)
         adapter = adapter or self._source_adapter or self._store.source_adapter
         if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
             raise InvalidTypeError(

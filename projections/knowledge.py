@@ -209,25 +209,22 @@ def matching_positions(db: Readable, position: int, payload: QuarantineApplied) 
     selector of `payload` matches: what a quarantine appended at `position` covers."""
     memory_filters: list[str] = []
     fact_filters: list[str] = []
+    selectors: list[object] = []
+    chosen: list[tuple[tuple[str, str], list[object]]] = []
     if payload.match_positions:
-        marks = ", ".join("?" * len(payload.match_positions))
-        memory_filters.append(f"id IN ({marks})")
-        fact_filters.append(f"position IN ({marks})")
+        chosen.append((sql.QUARANTINE_MATCH_POSITIONS, [*payload.match_positions]))
     if payload.match_producer_task_id is not None:
-        memory_filters.append("producer_task_id = ?")
-        fact_filters.append("producer_task_id = ?")
+        chosen.append((sql.QUARANTINE_MATCH_PRODUCER, [payload.match_producer_task_id]))
     if payload.match_source_adapter is not None:
-        memory_filters.append("source_adapter = ?")
-        fact_filters.append("source_adapter = ?")
-    selectors: list[object] = [*payload.match_positions]
-    if payload.match_producer_task_id is not None:
-        selectors.append(payload.match_producer_task_id)
-    if payload.match_source_adapter is not None:
-        selectors.append(payload.match_source_adapter)
+        chosen.append((sql.QUARANTINE_MATCH_ADAPTER, [payload.match_source_adapter]))
+    marks = ", ".join("?" * len(payload.match_positions))
+    for (on_memory, on_fact), values in chosen:
+        memory_filters.append(on_memory.format(marks=marks))
+        fact_filters.append(on_fact.format(marks=marks))
+        selectors.extend(values)
     params = [position, *selectors, position, *selectors]
     statement = sql.QUARANTINE_CANDIDATES.format(
-        where_memory="".join(" AND " + f for f in memory_filters),
-        where_fact="".join(" AND " + f for f in fact_filters),
+        where_memory="".join(memory_filters), where_fact="".join(fact_filters)
     )
     return sorted(row[0] for row in db.execute(statement, params))
 

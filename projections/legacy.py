@@ -16,18 +16,15 @@ from typing import Any
 
 import blake3
 
-from eventlog import FactledgerError, MemoryAdded, NewEvent, StorageError
+from eventlog import MemoryAdded, NewEvent, StorageError
 from eventlog.checks import check_content, check_finite
 from projections import sql
+from projections.errors import LegacyImportError
 from projections.reads import Readable
 from projections.validation import check_memory_type, check_tags
 
 REQUIRED = ("id", "type", "content", "tags", "importance", "task_id", "created_at")
 OPTIONAL = ("source_agent", "source_model", "source_adapter")
-
-
-class LegacyImportError(FactledgerError, ValueError):
-    """A legacy row cannot be imported as it is; nothing was imported."""
 
 
 def legacy_events(db: Readable) -> list[NewEvent] | None:

@@ -15,6 +15,7 @@ catch-up repairs it.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -69,21 +70,19 @@ def fold(
     for projector in projectors:
         projector.create(writer)
     count = 0
-    for batch in _batches(events):
+    for batch in batches(events):
         for projector in projectors:
             projector.apply(writer, batch)
         count += len(batch)
     return count
 
 
-def _batches(events: Iterable[RecordedEvent]) -> Iterator[list[RecordedEvent]]:
-    batch: list[RecordedEvent] = []
-    for event in events:
-        batch.append(event)
-        if len(batch) >= FOLD_BATCH:
-            yield batch
-            batch = []
-    if batch:
+def batches(
+    events: Iterable[RecordedEvent], size: int = FOLD_BATCH
+) -> Iterator[list[RecordedEvent]]:
+    """`events` in lists of at most `size`, in order: projectors fold a batch at a time."""
+    iterator = iter(events)
+    while batch := list(itertools.islice(iterator, size)):
         yield batch
 
 
@@ -116,14 +115,21 @@ class Projection:
     def is_current(self) -> bool:
         """Whether every projector exists at its code's version and at the log's head."""
         with self._log.snapshot() as snap:
-            if not self._db.execute(sql.CHECKPOINT_TABLE_EXISTS):
-                return False
             head = snap.head()
-            for projector in self._projectors:
-                row = self._db.execute(sql.CHECKPOINT_GET, (projector.name,))
-                if not row or tuple(row[0]) != (projector.version, head.position, head.chain_hash):
-                    return False
+            if not self.current_at(head):
+                return False
         self._known = head.position
+        return True
+
+    def current_at(self, head: Head) -> bool:
+        """Whether every projector's checkpoint is `head` at its code's version; ask inside
+        a `snapshot()` of the log that `head` was read from."""
+        if not self._db.execute(sql.CHECKPOINT_TABLE_EXISTS):
+            return False
+        for projector in self._projectors:
+            row = self._db.execute(sql.CHECKPOINT_GET, (projector.name,))
+            if not row or tuple(row[0]) != (projector.version, head.position, head.chain_hash):
+                return False
         return True
 
     def open(self) -> None:
@@ -174,7 +180,7 @@ class Projection:
         if lowest >= head:
             return
         log.info("projection_catch_up", from_position=lowest, to_position=head)
-        for batch in _batches(tx.read(after=lowest, until=head)):
+        for batch in batches(tx.read(after=lowest, until=head)):
             for projector in self._projectors:
                 unseen = [r for r in batch if r.position > applied[projector.name]]
                 if unseen:
@@ -207,7 +213,7 @@ class Projection:
                         self._db.executemany(
                             sql.TABLE_INSERT.format(table=table, marks=marks), chunk
                         )
-            for batch in _batches(tx.read(after=folded.position)):
+            for batch in batches(tx.read(after=folded.position)):
                 for projector in self._projectors:
                     projector.apply(self._db, batch)
             head = tx.head()

@@ -1,12 +1,13 @@
 """The one path where memory reaches a live prompt: policy enforced, every build receipted.
 
-Each included entry is rendered inside a fence longer than any run of `~` in the section's
-contents, so no remembered text can close its own block and pose as instructions.
-Characters a reader cannot see (control characters other than newline and tab, zero-width
-and bidi formatting characters, Unicode tag characters) are rendered as visible `\\u{XXXX}`
-escapes, so text cannot be smuggled past a human reviewing the prompt. Every call
-appends a `recall_recorded` receipt: the positions that went in, those kept out and why, the
-policy, the log head read at, and the hash of the rendered text.
+Each included entry is rendered inside a fence longer than any run of `~` in its own shown
+text, so no remembered text can close its own block and pose as instructions. Characters a
+reader cannot see are shown as `\\u{XXXX}` escapes (`projections.visible`), so text cannot be
+smuggled past a human reviewing the prompt, and a run of more than 32 `~` is shown as
+`\\u{007E}{N}`, so fences stay short: the section is at most its entries' shown text plus a
+constant per entry, whatever they contain. Every call appends a `recall_recorded` receipt:
+the positions that went in, those kept out and why, the policy, the log head read at, and
+the hash of the rendered text.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from eventlog import (
     RecallRecorded,
     content_hash,
 )
-from eventlog.checks import check_optional_identifier
+from eventlog.checks import check_optional_actor
 from projections import reads
 from projections.entries import MemoryEntry
 from projections.reads import Candidate
@@ -30,6 +31,7 @@ from projections.store import SQLiteMemoryStore
 from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import check_limit, check_tags
 from projections.view import READ_ONLY, MemoryView
+from projections.visible import escape_invisible
 
 HEADER = "## Persistent Memory"
 PREAMBLE = (
@@ -44,11 +46,12 @@ UNTRUSTED_ADAPTER = "untrusted_adapter"
 UNTAGGED_NOT_TRUSTED = "untagged_not_trusted"
 QUARANTINED = "quarantined"
 
+MAX_TILDE_RUN = 32
+"""The longest run of `~` shown as it is; longer runs are shown as `\\u{007E}{N}`."""
+MIN_FENCE = 4
+
 _TILDES = re.compile(r"~+")
-_HIDDEN = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
-)
+_LONG_TILDES = re.compile(f"~{{{MAX_TILDE_RUN + 1},}}")
 
 
 def load_persistent_memory(
@@ -78,7 +81,7 @@ def load_persistent_memory(
     wanted = check_tags(tags)
     count = check_limit(limit)
     for name, value in (("task_id", task_id), ("run_id", run_id), ("adapter", adapter)):
-        check_optional_identifier(name, value)
+        check_optional_actor(name, value)
     trust = (policy.trust_untagged, tuple(sorted(policy.trusted_adapters)))
     with store.event_log.snapshot() as snap:
         head = snap.head().position
@@ -122,29 +125,38 @@ def _reason(candidate: Candidate) -> str:
 
 
 def visible(text: str) -> str:
-    """`text` with every invisible or control character (but newline and tab) escaped."""
-    return _HIDDEN.sub(lambda match: f"\\u{{{ord(match.group()):04X}}}", text)
+    """How `text` is shown inside a prompt block: invisible characters escaped, and each run
+    of more than `MAX_TILDE_RUN` `~` written `\\u{007E}{N}` (never longer than the run, and
+    unambiguous: `~` is otherwise never escaped)."""
+    return _LONG_TILDES.sub(
+        lambda run: f"\\u{{007E}}{{{len(run.group())}}}", escape_invisible(text)
+    )
 
 
 def render(entries: Sequence[MemoryEntry]) -> str:
-    """The prompt section for `entries` ('' for none), each in a fence it cannot close.
+    """The prompt section for `entries` ('' for none), each in a fence it cannot close: one
+    `~` longer than the longest run in that entry's shown text (so at most 33).
 
     The source is `adapter:<name>`, or `operator` for an entry written under no adapter.
     """
     if not entries:
         return ""
-    contents = [visible(entry.content) for entry in entries]
-    longest = max((len(run) for text in contents for run in _TILDES.findall(text)), default=0)
-    fence = "~" * max(4, longest + 1)
     blocks = [HEADER, "", PREAMBLE]
-    for entry, content in zip(entries, contents, strict=True):
+    for entry in entries:
+        content = visible(entry.content)
+        longest = max((len(run) for run in _TILDES.findall(content)), default=0)
+        fence = "~" * max(MIN_FENCE, longest + 1)
         source = f"adapter:{entry.source_adapter}" if entry.source_adapter else "operator"
         producer = entry.task_id or "unknown"
         blocks += [
             "",
             f"{fence} memory position={entry.position} type={entry.type} "
-            f"source={visible(source)} producer={visible(producer)}",
+            f"source={_field(source)} producer={_field(producer)}",
             content,
             fence,
         ]
     return "\n".join(blocks) + "\n"
+
+
+def _field(text: str) -> str:
+    return escape_invisible(text, keep_newlines=False)

@@ -327,6 +327,35 @@ FORENSIC_NEXT_VERSIONS = (
     "WHERE f.position IN ({marks}) ORDER BY f.position"
 )
 
+# -- history, blame, diff -------------------------------------------------------------------
+
+FACT_VERSIONS = (
+    "SELECT f.position, f.ts_ns, f.scope, f.run_id, f.tag, f.key, f.value, f.content_hash, "
+    "f.producer_task_id, f.source_adapter, f.replaced_position, f.quarantined, "
+    "c.position = f.position FROM fl_fact f LEFT JOIN fl_fact_current c ON c.scope = f.scope "
+    "AND c.run_key = f.run_key AND c.tag = f.tag AND c.key = f.key WHERE 1{filters} "
+    "ORDER BY f.position"
+)
+FACT_BLAME = (
+    "SELECT f.scope, f.run_key, f.tag, f.key, f.value, f.position, f.ts_ns, "
+    "f.producer_task_id, f.source_adapter, (SELECT count(*) FROM fl_fact p "
+    "WHERE p.scope = c.scope AND p.run_key = c.run_key AND p.tag = c.tag AND p.key = c.key "
+    "AND p.position < c.position) FROM fl_fact_current c JOIN fl_fact f "
+    "ON f.position = c.position WHERE 1{filters} ORDER BY c.scope, c.run_key, c.tag, c.key"
+)
+FACT_CURRENT_VALUES = (
+    "SELECT c.scope, c.run_key, c.tag, c.key, f.position, f.value FROM fl_fact_current c "
+    "JOIN fl_fact f ON f.position = c.position"
+)
+FACT_FILTER_SCOPE = " AND f.scope = ?"
+FACT_FILTER_TAG = " AND f.tag = ?"
+FACT_FILTER_KEY = " AND f.key = ?"
+FACT_FILTER_RUN = " AND f.run_id = ?"
+QUARANTINE_MATCH_POSITIONS = (" AND id IN ({marks})", " AND position IN ({marks})")
+QUARANTINE_MATCH_PRODUCER = (" AND producer_task_id = ?", " AND producer_task_id = ?")
+QUARANTINE_MATCH_ADAPTER = (" AND source_adapter = ?", " AND source_adapter = ?")
+"""(memory entry condition, fact version condition) pairs for `QUARANTINE_CANDIDATES`."""
+
 # -- whole tables, in primary-key order (rebuild comparisons) -------------------------------
 
 TABLE_INFO = "SELECT name, pk FROM pragma_table_info(?, ?)"

@@ -25,7 +25,7 @@ from eventlog.checks import (
     check_content,
     check_finite,
     check_identifier,
-    check_optional_identifier,
+    check_optional_actor,
     check_position,
 )
 from projections import sql
@@ -64,7 +64,7 @@ class SQLiteMemoryStore(MemoryView):
         durability: Durability = "full",
         clock_ns: Callable[[], int] | None = None,
     ) -> None:
-        self._source_adapter = check_optional_identifier("source_adapter", source_adapter)
+        self._source_adapter = check_optional_actor("source_adapter", source_adapter)
         if clock_ns is not None and not callable(clock_ns):
             raise InvalidTypeError(f"clock_ns must be callable, not {_type_name(clock_ns)}")
         self._clock_ns = clock_ns or time.time_ns
@@ -124,7 +124,7 @@ class SQLiteMemoryStore(MemoryView):
                 tx.append(events)
 
     def _adapter(self, source_adapter: object) -> str | None:
-        chosen = check_optional_identifier("source_adapter", source_adapter)
+        chosen = check_optional_actor("source_adapter", source_adapter)
         return chosen if chosen is not None else self._source_adapter
 
     # -- writes --------------------------------------------------------------------------
@@ -191,7 +191,7 @@ class SQLiteMemoryStore(MemoryView):
         if not isinstance(content, str):
             raise InvalidTypeError(f"content must be str, not {_type_name(content)}")
         check_content("content", content)
-        task = check_optional_identifier("task_id", task_id)
+        task = check_optional_actor("task_id", task_id)
         payload = MemoryAdded(
             type=check_memory_type(type),
             content=content,

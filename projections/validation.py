@@ -7,6 +7,7 @@ from typing import Literal
 
 from eventlog.checks import MAX_POSITION, check_finite, check_identifier
 from eventlog.errors import InvalidInputError, InvalidTypeError
+from projections.visible import escape_invisible, find_invisible
 
 MemoryType = Literal[
     "convention", "decision", "learning", "episodic", "semantic", "procedural", "cross_task"
@@ -32,8 +33,9 @@ def check_memory_type(value: object) -> str:
 
 
 def check_tag(value: object, *, name: str = "tag") -> str:
-    """A tag: non-empty, at most 200 characters, no comma, no control character, no
-    surrounding whitespace. `%` and `_` are ordinary characters."""
+    """A tag: non-empty, at most 200 characters, no comma, no control or other invisible
+    character (`projections.visible`), no surrounding whitespace. Any other Unicode is fine;
+    `%` and `_` are ordinary characters."""
     if not isinstance(value, str):
         raise InvalidTypeError(f"{name} must be str, not {type(value).__name__}")
     if not value.strip():
@@ -44,7 +46,14 @@ def check_tag(value: object, *, name: str = "tag") -> str:
         )
     if "," in value:
         raise InvalidInputError(f"{name} must not contain ',': {value!r}")
-    return check_identifier(name, value)
+    check_identifier(name, value)
+    hidden = find_invisible(value)
+    if hidden is not None:
+        raise InvalidInputError(
+            f"{name} must not contain invisible characters: U+{ord(value[hidden]):04X} at "
+            f"index {hidden} in {escape_invisible(value, keep_newlines=False)}"
+        )
+    return value
 
 
 def check_tags(value: object, *, name: str = "tags") -> tuple[str, ...]:

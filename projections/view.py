@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Iterable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from eventlog import EventLog, InvalidTypeError, ReadOnlyStoreError, open_log
+from eventlog import EventLog, InvalidTypeError, ReadOnlyStoreError, ReadSnapshot, open_log
 from eventlog.checks import check_position
 from projections import reads, sql
 from projections.entries import MemoryEntry
@@ -235,3 +235,20 @@ def open_view(db_path: str | os.PathLike[str]) -> MemoryView:
         raise
     event_log.close()
     return view
+
+
+@contextmanager
+def read_model_at_head(
+    event_log: EventLog, projectors: Sequence[Projector]
+) -> Iterator[tuple[ReadSnapshot, Readable]]:
+    """One read of the log, with `projectors`' tables at its head: the file's own when they
+    are current, else folded in memory. Writes nothing to the log's file."""
+    projection = Projection(event_log, projectors)
+    with event_log.snapshot() as snap:
+        if projection.current_at(snap.head()):
+            yield snap, projection.database
+            return
+        with sql.ScratchDatabase() as scratch:
+            with scratch.bulk():
+                fold(scratch, projectors, snap.read())
+            yield snap, scratch

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import msgspec
 
@@ -14,15 +14,13 @@ from eventlog import (
     MemoryRemoved,
     MemoryReweighted,
     RecordedEvent,
+    open_log,
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
-from projections import SQLiteMemoryStore
-from projections import sql as read_model
-from projections.reads import Readable, Row
+from projections import Row, default_projectors, inquiries, read_model_at_head
 
 WRITE_KINDS = frozenset(("memory_added", "fact_published", "memory_removed", "memory_reweighted"))
 """Kinds a suspect writes. Receipts and quarantines are the orchestrator's and responders'."""
-CHUNK = 500
 
 
 class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -123,9 +121,9 @@ def blast_radius(
             "blast_radius needs a selector: source_adapter, producer_task_id or positions"
         )
     wanted = set(chosen)
-    with SQLiteMemoryStore(db_path) as store:
-        live = store.event_log
-        with live.snapshot() as snap:
+    event_log = open_log(db_path, read_only=True)
+    try:
+        with read_model_at_head(event_log, default_projectors()) as (snap, model):
             head = snap.head().position
             events = [
                 _suspect(r)
@@ -137,7 +135,7 @@ def blast_radius(
             ]
             suspects = [e.position for e in events]
             suspect_set = set(suspects)
-            touching = _rows(snap, read_model.RECEIPTS_TOUCHING, suspects)
+            touching = inquiries.receipts_touching(model, suspects)
             return BlastRadius(
                 source_adapter=adapter,
                 producer_task_id=producer,
@@ -156,7 +154,7 @@ def blast_radius(
                         source_adapter=r[6],
                         content_hash=r[7],
                     )
-                    for r in _rows(snap, read_model.FORENSIC_LIVE_FACTS, suspects)
+                    for r in inquiries.live_facts(model, suspects)
                 ],
                 live_entries=[
                     LiveEntry(
@@ -167,21 +165,23 @@ def blast_radius(
                         source_adapter=r[4],
                         content_hash=r[5],
                     )
-                    for r in _rows(snap, read_model.FORENSIC_LIVE_ENTRIES, suspects)
+                    for r in inquiries.live_entries(model, suspects)
                 ],
                 overwritten=[
                     _replacement(r)
-                    for r in _rows(snap, read_model.FORENSIC_OVERWRITTEN, suspects)
+                    for r in inquiries.replaced_by(model, suspects)
                     if r[5] not in suspect_set
                 ],
                 superseded=[
                     _replacement(r)
-                    for r in _rows(snap, read_model.FORENSIC_NEXT_VERSIONS, suspects)
+                    for r in inquiries.replaced_later(model, suspects)
                     if r[5] not in suspect_set
                 ],
                 exposed=[_exposure(r) for r in touching if r[5]],
                 shielded=[_exposure(r) for r in touching if not r[5]],
             )
+    finally:
+        event_log.close()
 
 
 def _suspect(record: RecordedEvent) -> SuspectEvent:
@@ -209,16 +209,6 @@ def _subject(record: RecordedEvent) -> str:
     if isinstance(payload, MemoryReweighted):
         return f"importance x{payload.factor:g} for every entry"
     return record.kind
-
-
-def _rows(db: Readable, statement: str, positions: Sequence[int]) -> list[Row]:
-    """Rows of a query over `positions`, in chunks that stay under SQLite's bound-value limit."""
-    rows: list[Row] = []
-    for start in range(0, len(positions), CHUNK):
-        chunk = positions[start : start + CHUNK]
-        rows.extend(db.execute(statement.format(marks=", ".join("?" * len(chunk))), chunk))
-    rows.sort(key=lambda row: row[0])
-    return rows
 
 
 def _replacement(row: Row) -> Replacement:

@@ -25,34 +25,25 @@ from eventlog import (
     open_log,
 )
 from eventlog.checks import check_optional_identifier, check_position
-from projections import fold, sql
-from projections.knowledge import Identity, KnowledgeProjector, fact_identity
-from projections.reads import Readable, Row
-from projections.scratch import ScratchDatabase
-from projections.validation import check_key, check_scope, check_tag
+from projections import (
+    Identity,
+    KnowledgeProjector,
+    Readable,
+    Row,
+    ScratchDatabase,
+    check_key,
+    check_scope,
+    check_tag,
+    fact_identity,
+    fold,
+    inquiries,
+    read_model_at_head,
+)
 
 Status = Literal["current", "superseded", "quarantined"]
 Change = Literal["added", "changed", "removed"]
 
 FOLD_BATCH = 4096
-_VERSIONS = (
-    "SELECT f.position, f.ts_ns, f.scope, f.run_id, f.tag, f.key, f.value, f.content_hash, "
-    "f.producer_task_id, f.source_adapter, f.replaced_position, f.quarantined, "
-    "c.position = f.position FROM fl_fact f LEFT JOIN fl_fact_current c ON c.scope = f.scope "
-    "AND c.run_key = f.run_key AND c.tag = f.tag AND c.key = f.key WHERE 1{filters} "
-    "ORDER BY f.position"
-)
-_BLAME = (
-    "SELECT f.scope, f.run_key, f.tag, f.key, f.value, f.position, f.ts_ns, "
-    "f.producer_task_id, f.source_adapter, (SELECT count(*) FROM fl_fact p "
-    "WHERE p.scope = c.scope AND p.run_key = c.run_key AND p.tag = c.tag AND p.key = c.key "
-    "AND p.position < c.position) FROM fl_fact_current c JOIN fl_fact f "
-    "ON f.position = c.position WHERE 1{filters} ORDER BY c.scope, c.run_key, c.tag, c.key"
-)
-_CURRENT = (
-    "SELECT c.scope, c.run_key, c.tag, c.key, f.position, f.value FROM fl_fact_current c "
-    "JOIN fl_fact f ON f.position = c.position"
-)
 
 
 class FactVersion(msgspec.Struct, frozen=True, kw_only=True):
@@ -151,9 +142,9 @@ def history(
 
     `run_id` selects versions published in that run (for run-scoped facts, the fact's run).
     """
-    filters, params = _filters(scope, tag, key, run_id)
+    filters = _filters(scope, tag, key, run_id)
     with _read_model(db_path) as (snap, model):
-        rows = model.execute(_VERSIONS.format(filters=filters), params)
+        rows = inquiries.fact_versions(model, **filters)
         event_ids = _event_ids(snap, [row[0] for row in rows])
         versions = [_version(row, event_ids[row[0]]) for row in rows]
         return FactHistory(at_position=snap.head().position, versions=versions)
@@ -168,9 +159,10 @@ def blame(
 ) -> Blame:
     """For each current fact matching the filters: the event, producer and adapter that set it,
     and how many versions came before. `run_id` as in `history`."""
-    filters, params = _filters(scope, tag, None, run_id)
+    filters = _filters(scope, tag, None, run_id)
+    del filters["key"]
     with _read_model(db_path) as (snap, model):
-        rows = model.execute(_BLAME.format(filters=filters), params)
+        rows = inquiries.fact_blame(model, **filters)
         event_ids = _event_ids(snap, [row[5] for row in rows])
         lines = [
             BlameLine(
@@ -207,7 +199,7 @@ def diff(
     event_log = open_log(db_path, read_only=True)
     scratch = ScratchDatabase()
     try:
-        with event_log.snapshot() as snap:
+        with event_log.snapshot() as snap, scratch.bulk():
             head = snap.head().position
             if end > head:
                 raise InvalidInputError(f"to_position {end} is past the log head {head}")
@@ -236,15 +228,13 @@ def diff(
 
 def _filters(
     scope: str | None, tag: str | None, key: str | None, run_id: str | None
-) -> tuple[str, list[object]]:
-    checked: list[tuple[str, object]] = [
-        (" AND f.scope = ?", None if scope is None else check_scope(scope)),
-        (" AND f.tag = ?", None if tag is None else check_tag(tag)),
-        (" AND f.key = ?", None if key is None else check_key(key)),
-        (" AND f.run_id = ?", check_optional_identifier("run_id", run_id)),
-    ]
-    given = [(fragment, value) for fragment, value in checked if value is not None]
-    return "".join(f for f, _ in given), [v for _, v in given]
+) -> dict[str, str | None]:
+    return {
+        "scope": None if scope is None else check_scope(scope),
+        "tag": None if tag is None else check_tag(tag),
+        "key": None if key is None else check_key(key),
+        "run_id": check_optional_identifier("run_id", run_id),
+    }
 
 
 @contextmanager
@@ -252,28 +242,10 @@ def _read_model(db_path: str | os.PathLike[str]) -> Iterator[tuple[ReadSnapshot,
     """A read snapshot of the log, and the knowledge read model at its head."""
     event_log = open_log(db_path, read_only=True)
     try:
-        with event_log.snapshot() as snap:
-            if _knowledge_is_current(snap):
-                yield snap, snap
-                return
-            scratch = ScratchDatabase()
-            try:
-                fold(scratch, [KnowledgeProjector()], snap.read())
-                yield snap, scratch
-            finally:
-                scratch.close()
+        with read_model_at_head(event_log, [KnowledgeProjector()]) as found:
+            yield found
     finally:
         event_log.close()
-
-
-def _knowledge_is_current(snap: ReadSnapshot) -> bool:
-    if not snap.execute(sql.CHECKPOINT_TABLE_EXISTS):
-        return False
-    head = snap.head()
-    found = snap.execute(sql.CHECKPOINT_GET, (KnowledgeProjector.name,))
-    return [(KnowledgeProjector.version, head.position, head.chain_hash)] == [
-        tuple(row) for row in found
-    ]
 
 
 def _event_ids(snap: ReadSnapshot, positions: Iterable[int]) -> dict[int, str]:
@@ -329,7 +301,7 @@ def _fold_noting_causes(
 
 
 def _current(db: Readable) -> dict[Identity, tuple[int, str]]:
-    return {(r[0], r[1], r[2], r[3]): (r[4], r[5]) for r in db.execute(_CURRENT)}
+    return inquiries.current_fact_values(db)
 
 
 def _change(

@@ -26,9 +26,7 @@ from eventlog.checks import (
     check_positions,
 )
 from eventlog.logs import get_logger
-from projections import SQLiteMemoryStore
-from projections import sql as read_model
-from projections.knowledge import matching_positions
+from projections import SQLiteMemoryStore, inquiries, matching_positions
 
 log = get_logger("factledger.replay")
 
@@ -90,12 +88,12 @@ def release(
     payload = QuarantineReleased(quarantine_position=target, reason=_reason(reason))
     actor = check_identifier("by", by)
     with SQLiteMemoryStore(db_path) as store, store.write_transaction() as tx:
-        found = tx.execute(read_model.QUARANTINE_GET, (target,))
-        if not found:
+        found = inquiries.quarantine_state(tx, target)
+        if found is None:
             raise InvalidInputError(f"position {target} is not a quarantine")
-        if found[0][2] is not None:
+        if found[1] is not None:
             raise InvalidInputError(
-                f"the quarantine at position {target} was already released at {found[0][2]}"
+                f"the quarantine at position {target} was already released at {found[1]}"
             )
         [record] = tx.append([NewEvent(payload=payload, producer_task_id=actor)])
     log.info("quarantine_released", position=record.position, quarantine_position=target)

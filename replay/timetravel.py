@@ -1,4 +1,4 @@
-"""Time travel: a read-only store showing the knowledge base as it was at a past point.
+"""Time travel: a read-only view showing the knowledge base as it was at a past point.
 
 The point is a log position, or a wall-clock time. `ts_ns` is attribution, not order: clocks
 skew and tie, so events are not sorted by it. A time selects the highest position whose event
@@ -12,37 +12,30 @@ import os
 
 from eventlog import InvalidInputError, ReadSnapshot, open_log
 from eventlog.checks import check_position, check_ts_ns
-from projections import SQLiteMemoryStore, default_projectors, fold
-from projections.scratch import ScratchDatabase
+from projections import MemoryView, view_at
 
 
 def as_of(
     db_path: str | os.PathLike[str], *, position: int | None = None, ts_ns: int | None = None
-) -> SQLiteMemoryStore:
-    """A read-only store showing the state right after `position`, or right after the highest
+) -> MemoryView:
+    """A read-only view showing the state right after `position`, or right after the highest
     position whose event has `ts_ns` at or before the given `ts_ns`. Give exactly one.
 
     `CrossTaskKB(view, run_id=...)` over it subscribes and lists history as it would have then;
-    every write through it raises `ReadOnlyStoreError`.
+    every write through it raises `ReadOnlyStoreError`. Close it when done.
     """
     if (position is None) == (ts_ns is None):
         raise InvalidInputError("as_of needs exactly one of position and ts_ns")
     event_log = open_log(db_path, read_only=True)
-    scratch = ScratchDatabase()
     try:
         with event_log.snapshot() as snap:
             if position is not None:
                 target = _position(snap, position)
             else:
                 target = _position_at(snap, check_ts_ns(ts_ns))
-            fold(scratch, default_projectors(), snap.read(until=target))
-    except BaseException:
-        scratch.close()
-        raise
+        return view_at(event_log, target, db_path=db_path)
     finally:
         event_log.close()
-    scratch.seal()
-    return SQLiteMemoryStore._view(db_path, scratch)
 
 
 def _position(snap: ReadSnapshot, position: object) -> int:

@@ -22,9 +22,15 @@ from eventlog import (
     StorageError,
     open_log,
 )
-from projections import CrossTaskKB, SQLiteMemoryStore, load_persistent_memory, sql
+from projections import (
+    CrossTaskKB,
+    ScratchDatabase,
+    SQLiteMemoryStore,
+    load_persistent_memory,
+    open_view,
+    sql,
+)
 from projections import tables as tables_module
-from projections.scratch import ScratchDatabase
 from projections.tables import table_digest, table_rows
 from replay.rebuild import RebuildReport, rebuild
 from replay.render import to_json, to_text
@@ -64,12 +70,8 @@ def populate(store: SQLiteMemoryStore) -> None:
 
 
 def live_rows(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    log = open_log(db_path, read_only=True)
-    try:
-        with log.snapshot() as snap:
-            return {table: list(table_rows(snap, table)) for table in TABLES}
-    finally:
-        log.close()
+    with open_view(db_path) as view, view.snapshot() as snap:
+        return {table: list(table_rows(snap, table)) for table in TABLES}
 
 
 def tamper(db_path: Path, statement: str) -> None:
@@ -166,15 +168,11 @@ def test_lagging_checkpoints_are_reported_and_reset_by_swap(
     assert {("knowledge", 2), ("receipts", 2)} == set(checkpoints)
 
 
-@pytest.mark.parametrize("where", ["here", "in a worker"])
 def test_appends_while_folding_are_compared(
-    db_path: Path, make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch, where: str
+    db_path: Path, make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Events appended while the shadow is folded are caught up before the comparison: to
-    the head of the snapshot the live side is read in, here or in the worker (which may
-    take it before or after the append)."""
-    if where == "in a worker":
-        digest_the_live_side_in_a_worker(monkeypatch)
+    the head of the snapshot the live side is read in."""
     store = make_store()
     store.add_many([{"type": "learning", "content": f"n{i}"} for i in range(5)])
     writer = make_store()
@@ -186,7 +184,7 @@ def test_appends_while_folding_are_compared(
 
     report = rebuild(db_path, progress=append_once)
     assert (True, report.compared_at) == (report.matches, report.events)
-    assert report.compared_at in ((6,) if where == "here" else (5, 6))
+    assert 6 == report.compared_at
 
 
 def test_appends_before_the_swap_are_not_lost(
@@ -345,26 +343,10 @@ def test_tables_without_a_primary_key_are_refused() -> None:
         table_digest(scratch, "absent")
 
 
-@pytest.fixture
-def live_side_in_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    digest_the_live_side_in_a_worker(monkeypatch)
-
-
-def digest_the_live_side_in_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every rebuild digests the live side in a worker; this process never does."""
-    monkeypatch.setattr(rebuild_module, "MIN_WORKER_EVENTS", 0)
-
-    def never_here(*args: Any) -> Any:
-        raise AssertionError("the live side was digested in this process")
-
-    monkeypatch.setattr(rebuild_module, "_live_digests", never_here)
-
-
-@pytest.mark.usefixtures("live_side_in_a_worker")
-def test_a_worker_digests_the_live_side_and_sees_drift(
+def test_live_digests_see_drift_and_stale_checkpoints(
     db_path: Path, store: SQLiteMemoryStore
 ) -> None:
-    """The worker's digests are the live model's: equal when untouched, not after an edit."""
+    """The live digests are the live model's: equal when untouched, not after an edit."""
     populate(store)
     report = rebuild(db_path)
     head = store.event_log.head().position
@@ -374,57 +356,3 @@ def test_a_worker_digests_the_live_side_and_sees_drift(
     report = rebuild(db_path)
     assert ["fl_fact"] == [t.table for t in report.tables if not t.matches]
     assert ["receipts"] == report.stale_checkpoints
-
-
-def test_a_worker_that_fails_costs_time_not_the_result(
-    db_path: Path,
-    store: SQLiteMemoryStore,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """A worker that dies (or reports an error) leaves the live side to this process."""
-    populate(store)
-    monkeypatch.setattr(rebuild_module, "MIN_WORKER_EVENTS", 0)
-    reports_an_error = (
-        "import sys; from replay.rebuild import _worker_main; sys.argv[1] = '/missing.db'; "
-        "_worker_main()"
-    )
-    for code in ("raise SystemExit(3)", "import os; os._exit(0)", "1/0", reports_an_error):
-        monkeypatch.setattr(rebuild_module, "_WORKER_CODE", code)
-        caplog.clear()
-        assert rebuild(db_path).matches
-        failures = [r for r in caplog.records if r.msg == "rebuild_worker_failed"]
-        assert len(failures) == 1
-        if code == reports_an_error:
-            assert "StorageError" in failures[0].error
-    tamper(db_path, "UPDATE fl_memory SET content = 'poisoned' WHERE id = 2")
-    assert not rebuild(db_path).matches
-
-
-@pytest.mark.parametrize("other_events", [3, 40])
-def test_a_worker_that_read_another_file_is_not_believed(
-    db_path: Path,
-    store: SQLiteMemoryStore,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-    other_events: int,
-) -> None:
-    """If the path named another log when the worker opened it (shorter or longer than
-    ours), its head's chain hash is not ours: the live side is digested here instead."""
-    populate(store)
-    other = db_path.parent / "other.db"
-    with SQLiteMemoryStore(other) as elsewhere:
-        elsewhere.add_many([{"type": "learning", "content": f"x{i}"} for i in range(other_events)])
-    monkeypatch.setattr(rebuild_module, "MIN_WORKER_EVENTS", 0)
-    monkeypatch.setattr(
-        rebuild_module,
-        "_WORKER_CODE",
-        f"import sys; from replay.rebuild import _worker_main; sys.argv[1] = {str(other)!r}; "
-        "_worker_main()",
-    )
-    caplog.clear()
-    report = rebuild(db_path)
-    assert report.matches
-    assert report.compared_at == store.event_log.head().position
-    if other_events > store.event_log.head().position:
-        assert any(r.msg == "rebuild_worker_read_another_log" for r in caplog.records)

@@ -1,0 +1,105 @@
+"""The questions audits ask of a read model: every version of a fact, who set each current
+value, the current values, and what a set of log positions reached. Rows come back in the
+column order each function names; values are bound, never spliced."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from projections import sql
+from projections.knowledge import Identity
+from projections.reads import Readable, Row
+
+POSITION_BATCH = 500
+"""Positions bound per statement, well under SQLite's limit on bound values."""
+
+
+def fact_versions(
+    db: Readable,
+    *,
+    scope: str | None = None,
+    tag: str | None = None,
+    key: str | None = None,
+    run_id: str | None = None,
+) -> list[Row]:
+    """Fact versions matching every given filter, oldest first: (position, ts_ns, scope, run_id,
+    tag, key, value, content_hash, producer_task_id, source_adapter, replaced_position,
+    quarantined, is_current)."""
+    filters, params = _fact_filters(scope, tag, key, run_id)
+    return db.execute(sql.FACT_VERSIONS.format(filters=filters), params)
+
+
+def fact_blame(
+    db: Readable, *, scope: str | None = None, tag: str | None = None, run_id: str | None = None
+) -> list[Row]:
+    """Current fact versions by identity: (scope, run_key, tag, key, value, position, ts_ns,
+    producer_task_id, source_adapter, earlier version count)."""
+    filters, params = _fact_filters(scope, tag, None, run_id)
+    return db.execute(sql.FACT_BLAME.format(filters=filters), params)
+
+
+def current_fact_values(db: Readable) -> dict[Identity, tuple[int, str]]:
+    """Each fact identity's current (position, value)."""
+    return {(r[0], r[1], r[2], r[3]): (r[4], r[5]) for r in db.execute(sql.FACT_CURRENT_VALUES)}
+
+
+def quarantine_state(db: Readable, position: int) -> tuple[str, int | None] | None:
+    """(reason, released_by position) of the quarantine at `position`, or None if none is."""
+    found = db.execute(sql.QUARANTINE_GET, (position,))
+    return (found[0][1], found[0][2]) if found else None
+
+
+def receipts_touching(db: Readable, positions: Sequence[int]) -> list[Row]:
+    """Receipt items naming any of `positions`: (receipt position, task_id, run_id, adapter,
+    event position, included, reason)."""
+    return _over_positions(db, sql.RECEIPTS_TOUCHING, positions)
+
+
+def live_facts(db: Readable, positions: Sequence[int]) -> list[Row]:
+    """Which of `positions` are current fact versions: (position, scope, run_id, tag, key,
+    producer_task_id, source_adapter, content_hash)."""
+    return _over_positions(db, sql.FORENSIC_LIVE_FACTS, positions)
+
+
+def live_entries(db: Readable, positions: Sequence[int]) -> list[Row]:
+    """Which of `positions` are visible memory entries: (id, type, tags, producer_task_id,
+    source_adapter, content_hash)."""
+    return _over_positions(db, sql.FORENSIC_LIVE_ENTRIES, positions)
+
+
+def replaced_by(db: Readable, positions: Sequence[int]) -> list[Row]:
+    """Versions that fact versions at `positions` replaced: (position, scope, run_id, tag, key,
+    replaced position, its producer, its adapter)."""
+    return _over_positions(db, sql.FORENSIC_OVERWRITTEN, positions)
+
+
+def replaced_later(db: Readable, positions: Sequence[int]) -> list[Row]:
+    """The next version after each fact version at `positions`: (position, scope, run_id, tag,
+    key, next position, its producer, its adapter)."""
+    return _over_positions(db, sql.FORENSIC_NEXT_VERSIONS, positions)
+
+
+def _fact_filters(
+    scope: str | None, tag: str | None, key: str | None, run_id: str | None
+) -> tuple[str, list[object]]:
+    given = [
+        (fragment, value)
+        for fragment, value in (
+            (sql.FACT_FILTER_SCOPE, scope),
+            (sql.FACT_FILTER_TAG, tag),
+            (sql.FACT_FILTER_KEY, key),
+            (sql.FACT_FILTER_RUN, run_id),
+        )
+        if value is not None
+    ]
+    return "".join(f for f, _ in given), [v for _, v in given]
+
+
+def _over_positions(db: Readable, statement: str, positions: Sequence[int]) -> list[Row]:
+    """Rows of a query over `positions`, a batch at a time, ordered by their first column."""
+    rows: list[Row] = []
+    for start in range(0, len(positions), POSITION_BATCH):
+        batch = positions[start : start + POSITION_BATCH]
+        rows.extend(db.execute(statement.format(marks=", ".join("?" * len(batch))), batch))
+    rows.sort(key=lambda row: row[0])
+    return rows
