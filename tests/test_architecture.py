@@ -1,0 +1,79 @@
+"""The architecture as tests: one-way imports, and SQL in exactly two kinds of place."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("eventlog", "projections", "replay")
+SQL_HOMES = {"eventlog/sqlite.py", "projections/sql.py"}
+"""The log's SQL lives in its backend; the read model's in one projections module."""
+LOWER = {"eventlog": set(), "projections": {"eventlog"}, "replay": {"eventlog", "projections"}}
+EVENTLOG_INTERNALS = {"eventlog.sqlite", "eventlog.rows", "eventlog.drafts"}
+SQL_TEXT = re.compile(
+    r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|WITH)\b"
+    r"|\b(FROM|WHERE|VALUES|JOIN)\b.*\?"
+)
+
+
+def modules() -> list[Path]:
+    return sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
+
+
+def imported(tree: ast.AST) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def relative(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+@pytest.mark.parametrize("path", modules(), ids=relative)
+def test_sqlite_and_sql_text_stay_in_their_two_homes(path: Path) -> None:
+    """Only the SQLite log backend and the read model's SQL module import sqlite3 or hold
+    SQL text; every other module calls them."""
+    if relative(path) in SQL_HOMES:
+        return
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    assert "sqlite3" not in imported(tree)
+    constants = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    docstrings = {
+        node.body[0].value.value
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    assert [] == [text for text in constants if text not in docstrings and SQL_TEXT.search(text)]
+
+
+@pytest.mark.parametrize("path", modules(), ids=relative)
+def test_imports_go_one_way_through_public_modules(path: Path) -> None:
+    """replay -> projections -> eventlog, never back; replay uses the `projections` package
+    itself, not its modules, and outside eventlog only the read model's SQLite module reaches
+    the SQLite backend (to share its error translation)."""
+    package = relative(path).split("/")[0]
+    names = imported(ast.parse(path.read_text(encoding="utf-8")))
+    for name in names:
+        top = name.split(".")[0]
+        if top in PACKAGES and top != package:
+            assert top in LOWER[package], f"{package} imports {name}"
+    if package == "replay":
+        assert [] == sorted(n for n in names if n.startswith("projections."))
+    if package != "eventlog" and relative(path) not in SQL_HOMES:
+        assert [] == sorted(names & EVENTLOG_INTERNALS)
