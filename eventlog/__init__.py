@@ -17,6 +17,7 @@ from eventlog.backend import (
 from eventlog.checks import MAX_CONTENT_BYTES
 from eventlog.codec import content_hash, decode_record, encode_envelope
 from eventlog.errors import (
+    ChainBreak,
     CorruptLogError,
     EventIdConflictError,
     FactledgerError,
@@ -44,7 +45,7 @@ from eventlog.events import (
     TrustSettings,
 )
 from eventlog.sqlite import SQLiteEventLog
-from eventlog.verify import ChainBreak, ChainReport, ChainWalker, Problem, verify_chain
+from eventlog.verify import ChainReport, ChainWalker, Problem, verify_chain
 
 __all__ = [
     "MAX_CONTENT_BYTES",

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eventlog.verify import Problem
+
 
 class FactledgerError(Exception):
     """Base class of every error factledger raises on purpose."""
@@ -45,3 +50,13 @@ class UnknownEventKindError(CorruptLogError):
 
 class ReadOnlyStoreError(FactledgerError):
     """A write was attempted through a read-only view."""
+
+
+class ChainBreak(FactledgerError):
+    """Raised by `ChainWalker.feed` at the first row that does not verify."""
+
+    def __init__(self, position: int, problem: Problem, reason: str) -> None:
+        super().__init__(reason)
+        self.position = position
+        self.problem = problem
+        self.reason = reason

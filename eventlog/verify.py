@@ -18,7 +18,7 @@ import msgspec
 from eventlog import chain
 from eventlog.backend import EventLog, StoredRow
 from eventlog.codec import CONTENT_HASH_PREFIX, content_hash, decode_record
-from eventlog.errors import CorruptLogError
+from eventlog.errors import ChainBreak, CorruptLogError
 
 
 class Problem(StrEnum):
@@ -29,16 +29,6 @@ class Problem(StrEnum):
     UNDECODABLE = "undecodable"
     CONTENT_MISMATCH = "content_mismatch"
     CHAIN_BROKEN = "chain_broken"
-
-
-class ChainBreak(Exception):
-    """Raised by `ChainWalker.feed` at the first row that does not verify."""
-
-    def __init__(self, position: int, problem: Problem, reason: str) -> None:
-        super().__init__(reason)
-        self.position = position
-        self.problem = problem
-        self.reason = reason
 
 
 class ChainReport(msgspec.Struct, frozen=True, kw_only=True):
