@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import logging
 
-import structlog
-
 
 def silence_logs() -> None:
-    """Drop every structlog event below CRITICAL (the KB warns on every overwrite)."""
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
-        cache_logger_on_first_use=True,
-    )
+    """Drop every factledger record below CRITICAL before it is built (the KB logs every
+    overwrite)."""
+    logging.getLogger("factledger").setLevel(logging.CRITICAL)

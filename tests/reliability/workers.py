@@ -13,10 +13,7 @@ flushed line per event, and only after the call it reports on has returned:
 
 from __future__ import annotations
 
-import logging
 import sys
-
-import structlog
 
 from projections import CrossTaskKB, PublishCounter, SQLiteMemoryStore
 
@@ -90,7 +87,6 @@ def publisher(db_path: str, name: str, count: int, keys: int, offset: int) -> No
 
 
 def main(argv: list[str]) -> None:
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
     kind, *args = argv
     if kind == "crash":
         crash_writer(args[0], args[1])
