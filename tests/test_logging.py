@@ -3,9 +3,14 @@ embedding application sends them."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from eventlog.logs import get_logger
 
 OVERWRITE = """
 import logging, sys
@@ -54,3 +59,13 @@ def test_configured_logging_receives_the_record_with_its_fields(tmp_path: Path) 
     assert 0 == result.returncode, result.stderr
     assert "" == result.stdout
     assert "WARNING factledger.kb fact_overwritten a -> b" in result.stderr.splitlines()
+
+
+def test_a_record_names_the_library_code_that_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """A record's file, line and function are the logging call's, not structlog's."""
+    log = get_logger("factledger.test")
+    log.warning("by_method")
+    log.log(logging.WARNING, "by_level")
+    assert [(__file__, "test_a_record_names_the_library_code_that_logged")] * 2 == [
+        (r.pathname, r.funcName) for r in caplog.records
+    ]
