@@ -45,6 +45,7 @@ from eventlog.events import (
     TrustSettings,
 )
 from eventlog.sqlite import SQLiteEventLog
+from eventlog.stored import chain_at
 from eventlog.verify import ChainReport, ChainWalker, Problem, verify_chain
 
 __all__ = [
@@ -83,6 +84,7 @@ __all__ = [
     "StoredRow",
     "TrustSettings",
     "UnknownEventKindError",
+    "chain_at",
     "content_hash",
     "decode_record",
     "encode_envelope",

@@ -7,11 +7,16 @@ event stays decodable.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import msgspec
 
 
 class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     """Base of every event payload. The struct tag is the event's kind."""
+
+    text_field: ClassVar[str | None] = None
+    """The field holding the text this event writes, if it writes any."""
 
     @property
     def kind(self) -> str:
@@ -22,11 +27,16 @@ class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
 
     def written_text(self) -> str:
         """The text this event writes, whose BLAKE3 digest is its `content_hash`."""
-        return ""
+        if self.text_field is None:
+            return ""
+        text: str = getattr(self, self.text_field)
+        return text
 
 
 class MemoryAdded(Payload, tag="memory_added", frozen=True, kw_only=True):
     """A memory entry was added. Its entry id is the position of this event."""
+
+    text_field: ClassVar[str | None] = "content"
 
     type: str
     content: str
@@ -39,9 +49,6 @@ class MemoryAdded(Payload, tag="memory_added", frozen=True, kw_only=True):
     """Epoch seconds kept from an imported legacy row; None means the event's `ts_ns`."""
     legacy_id: int | None = None
     """The row id in the legacy `memory` table this entry was imported from."""
-
-    def written_text(self) -> str:
-        return self.content
 
 
 class MemoryRemoved(Payload, tag="memory_removed", frozen=True, kw_only=True):
@@ -60,13 +67,12 @@ class MemoryReweighted(Payload, tag="memory_reweighted", frozen=True, kw_only=Tr
 class FactPublished(Payload, tag="fact_published", frozen=True, kw_only=True):
     """A fact was published under (scope, tag, key); run scope takes the envelope's run_id."""
 
+    text_field: ClassVar[str | None] = "value"
+
     scope: str
     tag: str
     key: str
     value: str
-
-    def written_text(self) -> str:
-        return self.value
 
 
 class Exclusion(msgspec.Struct, frozen=True, kw_only=True):

@@ -7,10 +7,12 @@ recomputed after it, and a cut-off tail, need a checkpoint taken earlier (see `r
 
 from __future__ import annotations
 
+import functools
 import hmac
+import operator
 from collections.abc import Callable, Iterable
 from enum import StrEnum
-from typing import ClassVar
+from typing import Any, ClassVar, get_args
 
 import blake3
 import msgspec
@@ -19,16 +21,21 @@ from eventlog import chain
 from eventlog.backend import EventLog, StoredRow
 from eventlog.codec import CONTENT_HASH_PREFIX, content_hash, decode_record
 from eventlog.errors import ChainBreak, CorruptLogError
+from eventlog.events import EventPayload, Payload
 
 
 class Problem(StrEnum):
-    """What verification found wrong with a row."""
+    """What verification found wrong: a row that fails the walk (the first five), or, held
+    to a checkpoint taken earlier (`replay.verify`), the log as a whole."""
 
     ROW_MISSING = "row_missing"
     ROWS_REORDERED = "rows_reordered"
     UNDECODABLE = "undecodable"
     CONTENT_MISMATCH = "content_mismatch"
     CHAIN_BROKEN = "chain_broken"
+    OTHER_LOG = "other_log"
+    TAIL_CUT = "tail_cut"
+    HISTORY_REWRITTEN = "history_rewritten"
 
 
 class ChainReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -49,63 +56,43 @@ class ChainReport(msgspec.Struct, frozen=True, kw_only=True):
 class _Payload(msgspec.Struct, frozen=True, gc=False, tag_field="kind"):
     """Only what a payload's content hash covers: the text it writes."""
 
-
-class _MemoryAdded(_Payload, tag="memory_added", rename={"text": "content"}, frozen=True, gc=False):
-    text: str
-
-
-class _FactPublished(
-    _Payload, tag="fact_published", rename={"text": "value"}, frozen=True, gc=False
-):
-    text: str
-
-
-class _Textless(_Payload, frozen=True, gc=False):
     text: ClassVar[str] = ""
+    """A payload that writes no text has none."""
 
 
-class _MemoryRemoved(_Textless, tag="memory_removed", frozen=True, gc=False):
-    pass
-
-
-class _MemoryReweighted(_Textless, tag="memory_reweighted", frozen=True, gc=False):
-    pass
-
-
-class _RecallRecorded(_Textless, tag="recall_recorded", frozen=True, gc=False):
-    pass
-
-
-class _QuarantineApplied(_Textless, tag="quarantine_applied", frozen=True, gc=False):
-    pass
-
-
-class _QuarantineReleased(_Textless, tag="quarantine_released", frozen=True, gc=False):
-    pass
-
-
-class _Fields(msgspec.Struct, frozen=True, gc=False):
-    """The fields a walk checks, decoded without building the whole event.
-
-    A row this cannot decode (an unknown kind, a field of the wrong type) goes to `feed`,
-    which decodes it fully and names the problem.
-    """
-
-    position: int
-    event_id: str
-    content_hash: str
-    payload: (
-        _MemoryAdded
-        | _FactPublished
-        | _MemoryRemoved
-        | _MemoryReweighted
-        | _RecallRecorded
-        | _QuarantineApplied
-        | _QuarantineReleased
+def _light(kind: type[Payload]) -> type[msgspec.Struct]:
+    """A struct decoding only the text the payload type `kind` writes, under its tag."""
+    tag = kind.__struct_config__.tag
+    name = f"_{kind.__name__}Text"
+    if kind.text_field is None:
+        return msgspec.defstruct(name, [], bases=(_Payload,), tag=tag, frozen=True, gc=False)
+    return msgspec.defstruct(
+        name,
+        [("text", str)],
+        bases=(_Payload,),
+        tag=tag,
+        rename={"text": kind.text_field},
+        frozen=True,
+        gc=False,
     )
 
 
-_FIELDS = msgspec.json.Decoder(_Fields)
+_Fields = msgspec.defstruct(
+    "_Fields",
+    [
+        ("position", int),
+        ("event_id", str),
+        ("content_hash", str),
+        ("payload", functools.reduce(operator.or_, map(_light, get_args(EventPayload)))),
+    ],
+    frozen=True,
+    gc=False,
+)
+"""The fields a walk checks, decoded without building the whole event, for every kind in
+`EventPayload`. A row this cannot decode (an unknown kind, a field of the wrong type) goes to
+`feed`, which decodes it fully and names the problem."""
+
+_FIELDS: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Fields)
 
 
 class ChainWalker:
