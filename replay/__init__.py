@@ -28,6 +28,7 @@ from replay.history import (
 from replay.proofs import (
     ConsistencyProof,
     InclusionProof,
+    Prover,
     prove_consistency,
     prove_inclusion,
     verify_consistency,
@@ -58,6 +59,7 @@ __all__ = [
     "InclusionProof",
     "LiveEntry",
     "LiveFact",
+    "Prover",
     "RebuildReport",
     "Replacement",
     "SuspectEvent",

@@ -21,15 +21,16 @@ import os
 import re
 import secrets
 import stat
+from contextlib import closing
 from pathlib import Path
 
 import blake3
 import msgspec
 
-from eventlog import InvalidInputError, InvalidTypeError, StorageError
+from eventlog import InvalidInputError, InvalidTypeError, StorageError, open_log
 from eventlog.chain import HASH_SIZE
 from eventlog.checks import check_identifier, check_path, check_position
-from replay.merkle_index import open_index
+from replay.merkle_index import MerkleIndex
 
 ORIGIN_PREFIX = "factledger/"
 CHAIN_PREFIX = "chain "
@@ -140,16 +141,22 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
 def checkpoint(db_path: str | os.PathLike[str], *, key: KeySource | None = None) -> Checkpoint:
     """Take a checkpoint of the log at `db_path` at its head, MAC-signed if `key` is given.
 
-    The rows past what the Merkle index had verified are walked on the way (see
-    `replay.merkle_index`); a row that does not verify raises `CorruptLogError`.
+    The file is opened read-only and every row is walked on the way; a row that does not
+    verify raises `CorruptLogError`. To take checkpoints of a growing log again and again,
+    keep a `replay.Prover`: it walks only the rows appended since.
     """
     key_bytes = None if key is None else load_key(key)
-    with open_index(db_path) as index:
-        root, chain_value = index.tip()
-        taken = Checkpoint(
-            log_id=index.log.log_id, size=index.head, root=root, chain_hash=chain_value.hex()
-        )
-    return taken if key_bytes is None else taken.sign(key_bytes)
+    with closing(open_log(db_path, read_only=True)) as event_log:
+        return at_head(MerkleIndex(event_log), key_bytes)
+
+
+def at_head(index: MerkleIndex, key: bytes | None) -> Checkpoint:
+    """A checkpoint at the head of the log `index` keeps, MAC-signed if `key` is given."""
+    head = index.refresh()
+    index.extend(head)
+    root, chain_value = index.tip(head)
+    taken = Checkpoint(log_id=index.log.log_id, size=head, root=root, chain_hash=chain_value.hex())
+    return taken if key is None else taken.sign(key)
 
 
 def generate_key(path: str | os.PathLike[str]) -> Path:

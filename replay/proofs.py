@@ -1,9 +1,11 @@
 """Inclusion and consistency proofs against checkpoints (RFC 6962/9162), and their checks.
 
-Proving reads the log and its Merkle index (see `replay.merkle_index`) and refuses a
-checkpoint the log no longer matches. Checking needs no log at all: only the proof, the
-checkpoint(s) and, for inclusion, the event or its leaf hash. A check fails closed: a
-malformed or tampered proof gives False; only arguments of the wrong type raise.
+A `Prover` proves from an open log and a Merkle index it keeps in memory (see
+`replay.merkle_index`); it only reads the log, and refuses a checkpoint the log no longer
+matches. `prove_inclusion` and `prove_consistency` open the file read-only for one proof.
+Checking needs no log at all: only the proof, the checkpoint(s) and, for inclusion, the event
+or its leaf hash. A check fails closed: a malformed or tampered proof gives False; only
+arguments of the wrong type raise.
 """
 
 from __future__ import annotations
@@ -11,14 +13,23 @@ from __future__ import annotations
 import hmac
 import os
 import re
+import threading
+from contextlib import closing
 
 import msgspec
 
-from eventlog import Envelope, InvalidInputError, InvalidTypeError, StoredRow
+from eventlog import (
+    Envelope,
+    EventLog,
+    InvalidInputError,
+    InvalidTypeError,
+    StoredRow,
+    open_log,
+)
 from eventlog.chain import HASH_SIZE, genesis, leaf_hash
 from eventlog.checks import check_position
 from eventlog.codec import encode_envelope
-from replay.checkpoints import Checkpoint
+from replay.checkpoints import Checkpoint, KeySource, at_head, load_key
 from replay.merkle import (
     EMPTY_ROOT,
     consistency_spans,
@@ -26,7 +37,7 @@ from replay.merkle import (
     root_from_inclusion,
     roots_from_consistency,
 )
-from replay.merkle_index import MerkleIndex, open_index
+from replay.merkle_index import MerkleIndex
 
 MAX_PATH = 64
 """No tree of 2**63 leaves or fewer needs a longer path."""
@@ -57,28 +68,116 @@ class ConsistencyProof(msgspec.Struct, frozen=True, kw_only=True):
     """Hex subtree hashes (RFC 6962 PROOF)."""
 
 
+class Prover:
+    """Proofs and checkpoints for one open log, from a Merkle index kept in memory.
+
+    Create it once per log and keep it, as tessera's proof builder: its first use walks and
+    verifies the rows it needs; later uses walk only the rows appended since, and a proof
+    then reads a tile of rows. It never writes the log, so open the log read-only. If the
+    history it walked is rewritten, it starts over. Safe to share between threads.
+    """
+
+    def __init__(self, event_log: EventLog) -> None:
+        self._index = MerkleIndex(event_log)
+        self._lock = threading.Lock()
+
+    @property
+    def log(self) -> EventLog:
+        """The log this prover reads."""
+        return self._index.log
+
+    def checkpoint(self, *, key: KeySource | None = None) -> Checkpoint:
+        """A checkpoint of the log at its head now, MAC-signed if `key` is given."""
+        key_bytes = None if key is None else load_key(key)
+        with self._lock:
+            return at_head(self._index, key_bytes)
+
+    def prove_inclusion(self, position: int, checkpoint: Checkpoint) -> InclusionProof:
+        """Prove that the event at `position` is in the log as `checkpoint` describes it."""
+        check_position("position", position, minimum=1)
+        _check_checkpoint("checkpoint", checkpoint)
+        if position > checkpoint.size:
+            raise InvalidInputError(
+                f"position {position} is past the checkpoint, which covers {checkpoint.size} events"
+            )
+        size = checkpoint.size
+        spans = [(position - 1, position), *inclusion_spans(position - 1, size)]
+        with self._lock:
+            self._prepare(checkpoint)
+            leaf, *path = self._index.span_hashes(spans, size)
+        return InclusionProof(
+            log_id=checkpoint.log_id,
+            position=position,
+            size=size,
+            leaf_hash=leaf.hex(),
+            path=tuple(node.hex() for node in path),
+        )
+
+    def prove_consistency(self, old: Checkpoint, new: Checkpoint) -> ConsistencyProof:
+        """Prove that the log as `new` describes it extends the log as `old` described it."""
+        _check_checkpoint("old", old)
+        _check_checkpoint("new", new)
+        if old.log_id != new.log_id:
+            raise InvalidInputError(f"the checkpoints name two logs: {old.log_id} and {new.log_id}")
+        if old.size > new.size:
+            raise InvalidInputError(
+                f"the old checkpoint (size {old.size}) is larger than the new one (size {new.size})"
+            )
+        spans = consistency_spans(old.size, new.size) if 0 < old.size < new.size else []
+        with self._lock:
+            self._prepare(new)
+            _require_chain(self._index, old)
+            old_root, new_root, *path = self._index.span_hashes(
+                [(0, old.size), (0, new.size), *spans], new.size
+            )
+        for taken, root in ((old, old_root), (new, new_root)):
+            if not hmac.compare_digest(root, taken.root):
+                raise InvalidInputError(
+                    f"the Merkle root at size {taken.size} differs from the checkpoint's "
+                    "although its chain hash matches: the checkpoint was not taken from this log"
+                )
+        return ConsistencyProof(
+            log_id=new.log_id,
+            old_size=old.size,
+            new_size=new.size,
+            path=tuple(node.hex() for node in path),
+        )
+
+    def _prepare(self, checkpoint: Checkpoint) -> None:
+        """Index the log up to the checkpoint, after refusing another log, a checkpoint past
+        the head or one whose chain hash the log no longer has."""
+        index = self._index
+        if checkpoint.log_id != index.log.log_id:
+            raise InvalidInputError(
+                f"the checkpoint is for log {checkpoint.log_id}, not for log {index.log.log_id}"
+            )
+        head = index.refresh()
+        if checkpoint.size > head:
+            raise InvalidInputError(
+                f"the log holds {head} events, fewer than the {checkpoint.size} the checkpoint "
+                "covers; run verify with that checkpoint"
+            )
+        index.extend(checkpoint.size)
+        _require_chain(index, checkpoint)
+
+
 def prove_inclusion(
     db_path: str | os.PathLike[str], position: int, checkpoint: Checkpoint
 ) -> InclusionProof:
-    """Prove that the event at `position` is in the log as `checkpoint` describes it."""
-    check_position("position", position, minimum=1)
-    _check_checkpoint("checkpoint", checkpoint)
-    if position > checkpoint.size:
-        raise InvalidInputError(
-            f"position {position} is past the checkpoint, which covers {checkpoint.size} events"
-        )
-    size = checkpoint.size
-    spans = [(position - 1, position), *inclusion_spans(position - 1, size)]
-    with open_index(db_path, size=size, log_id=checkpoint.log_id) as index:
-        _require_chain(index, checkpoint)
-        leaf, *path = index.span_hashes(spans, size)
-    return InclusionProof(
-        log_id=checkpoint.log_id,
-        position=position,
-        size=size,
-        leaf_hash=leaf.hex(),
-        path=tuple(node.hex() for node in path),
-    )
+    """Prove that the event at `position` is in the log at `db_path` (opened read-only) as
+    `checkpoint` describes it. Walks the log up to the checkpoint: for many proofs, keep a
+    `Prover`."""
+    with closing(open_log(db_path, read_only=True)) as event_log:
+        return Prover(event_log).prove_inclusion(position, checkpoint)
+
+
+def prove_consistency(
+    db_path: str | os.PathLike[str], old: Checkpoint, new: Checkpoint
+) -> ConsistencyProof:
+    """Prove that the log at `db_path` (opened read-only) as `new` describes it extends the
+    log as `old` described it. Walks the log up to `new`: for many proofs, keep a `Prover`."""
+    with closing(open_log(db_path, read_only=True)) as event_log:
+        return Prover(event_log).prove_consistency(old, new)
 
 
 def verify_inclusion(
@@ -102,38 +201,6 @@ def verify_inclusion(
         return False
     root = root_from_inclusion(proof.position - 1, checkpoint.size, leaf, path)
     return root is not None and hmac.compare_digest(root, checkpoint.root)
-
-
-def prove_consistency(
-    db_path: str | os.PathLike[str], old: Checkpoint, new: Checkpoint
-) -> ConsistencyProof:
-    """Prove that the log as `new` describes it extends the log as `old` described it."""
-    _check_checkpoint("old", old)
-    _check_checkpoint("new", new)
-    if old.log_id != new.log_id:
-        raise InvalidInputError(f"the checkpoints name two logs: {old.log_id} and {new.log_id}")
-    if old.size > new.size:
-        raise InvalidInputError(
-            f"the old checkpoint (size {old.size}) is larger than the new one (size {new.size})"
-        )
-    spans = consistency_spans(old.size, new.size) if 0 < old.size < new.size else []
-    with open_index(db_path, size=new.size, log_id=new.log_id) as index:
-        old_root, new_root, *path = index.span_hashes(
-            [(0, old.size), (0, new.size), *spans], new.size
-        )
-        for taken, root in ((old, old_root), (new, new_root)):
-            _require_chain(index, taken)
-            if not hmac.compare_digest(root, taken.root):
-                raise InvalidInputError(
-                    f"the Merkle root at size {taken.size} differs from the checkpoint's although "
-                    "its chain hash matches: the checkpoint was not taken from this log"
-                )
-    return ConsistencyProof(
-        log_id=new.log_id,
-        old_size=old.size,
-        new_size=new.size,
-        path=tuple(node.hex() for node in path),
-    )
 
 
 def verify_consistency(proof: ConsistencyProof, old: Checkpoint, new: Checkpoint) -> bool:
@@ -174,8 +241,7 @@ def _require_chain(index: MerkleIndex, checkpoint: Checkpoint) -> None:
     a checkpoint whose root is wrong for its chain hash gets proofs that do not verify.
     """
     size = checkpoint.size
-    chain_value = index.chain_at(size) or b""
-    if not hmac.compare_digest(chain_value.hex(), checkpoint.chain_hash):
+    if not hmac.compare_digest(index.stored_chain(size) or "", checkpoint.chain_hash):
         raise InvalidInputError(
             f"the log no longer matches the checkpoint of size {size} (a rewritten history, "
             "or a checkpoint of another log); run verify with that checkpoint"

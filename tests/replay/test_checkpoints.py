@@ -1,10 +1,9 @@
-"""Checkpoints: what they hold, their text form, their MAC, operator key files, the index."""
+"""Checkpoints: what they hold, their text form, their MAC, operator key files."""
 
 from __future__ import annotations
 
 import base64
 import os
-import sqlite3
 from pathlib import Path
 
 import blake3
@@ -19,11 +18,11 @@ from eventlog import (
     open_log,
 )
 from eventlog.chain import genesis
-from replay import merkle_index
+from eventlog.contract import fact, memory
 from replay.checkpoints import Checkpoint, checkpoint, generate_key, load_key
 from replay.merkle import EMPTY_ROOT
-from tests.eventlog.contract import fact, memory
-from tests.eventlog.test_tampering import _raw, edit_payload, rewrite_with_chain_recomputed
+from replay.proofs import Prover
+from tests.eventlog.test_tampering import _raw, edit_payload
 from tests.replay.test_merkle import ref_mth
 
 LOG_ID = "00000000-0000-4000-8000-000000000000"
@@ -45,17 +44,6 @@ def expected_head(path: Path) -> tuple[int, bytes, str]:
         return len(bodies), ref_mth(bodies), log.head().chain_hash
     finally:
         log.close()
-
-
-def index_size(path: Path) -> int | None:
-    conn = sqlite3.connect(path)
-    try:
-        row = conn.execute("SELECT size FROM fl_merkle_index").fetchone()
-    except sqlite3.OperationalError:
-        return None
-    finally:
-        conn.close()
-    return None if row is None else int(row[0])
 
 
 def sample(**fields: object) -> Checkpoint:
@@ -101,46 +89,22 @@ def test_checkpoint_of_empty_log_is_the_empty_tree_at_the_genesis(tmp_path: Path
     )
 
 
-def test_checkpoint_after_growth_catches_the_index_up(tmp_path: Path) -> None:
-    """The index covers whole tiles; checkpoints after more appends still match the reference."""
+def test_checkpoint_after_growth_matches_the_reference(tmp_path: Path) -> None:
+    """Checkpoints taken after more appends, by path or from one kept prover (which indexes
+    whole tiles and walks the rest), still match the reference."""
     path = tmp_path / "log.db"
     make_log(path, 20)
-    checkpoint(path)
-    assert 16 == index_size(path)
-    log = open_log(path)
-    log.append_many([memory(f"more {i}") for i in range(30)])
+    log = open_log(path, read_only=True)
+    prover = Prover(log)
+    assert checkpoint(path) == prover.checkpoint()
+    for more in (30, 1, 15):
+        writer = open_log(path)
+        writer.append_many([memory(f"more {i}") for i in range(more)])
+        writer.close()
+        taken = checkpoint(path)
+        assert expected_head(path) == (taken.size, taken.root, taken.chain_hash)
+        assert taken == prover.checkpoint()
     log.close()
-    taken = checkpoint(path)
-    assert 48 == index_size(path)
-    assert expected_head(path) == (taken.size, taken.root, taken.chain_hash)
-
-
-def test_rewritten_log_gets_its_index_rebuilt(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """When the chain hash at the index's size changes, the index is dropped and rebuilt, and
-    the next checkpoint describes the log as it now is."""
-    path = tmp_path / "log.db"
-    make_log(path, 34)
-    checkpoint(path)
-    rewrite_with_chain_recomputed(_raw(path))
-    caplog.set_level("DEBUG", logger="factledger")
-    caplog.clear()
-    taken = checkpoint(path)
-    assert ["merkle_index_rebuild"] == [record.msg for record in caplog.records]
-    assert expected_head(path) == (taken.size, taken.root, taken.chain_hash)
-
-
-def test_read_only_file_gets_a_scratch_index(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A file this process cannot write is left untouched; the checkpoint is the same."""
-    path = tmp_path / "log.db"
-    make_log(path, 40)
-    monkeypatch.setattr(merkle_index, "_writable", lambda _: False)
-    taken = checkpoint(path)
-    assert None is index_size(path)
-    assert expected_head(path) == (taken.size, taken.root, taken.chain_hash)
 
 
 def test_checkpoint_refuses_a_log_that_does_not_verify(tmp_path: Path) -> None:

@@ -1,10 +1,15 @@
-"""Inclusion and consistency proofs from a real log, checked offline, and proofs that must fail."""
+"""Inclusion and consistency proofs from a real log, checked offline, and proofs that must fail;
+a kept Prover over a log that grows, is rewritten or replaced; nothing written into the log."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -14,21 +19,22 @@ from eventlog import (
     InvalidInputError,
     InvalidTypeError,
     RecordedEvent,
+    SQLiteEventLog,
     StoredRow,
     open_log,
 )
 from eventlog.chain import leaf_hash
-from replay import merkle_index
+from eventlog.contract import fact, memory
 from replay.checkpoints import Checkpoint, checkpoint
 from replay.proofs import (
     ConsistencyProof,
     InclusionProof,
+    Prover,
     prove_consistency,
     prove_inclusion,
     verify_consistency,
     verify_inclusion,
 )
-from tests.eventlog.contract import fact, memory
 from tests.eventlog.test_tampering import _raw, rewrite_with_chain_recomputed
 from tests.replay.test_merkle import ref_path
 
@@ -248,6 +254,48 @@ def test_proof_against_a_forged_root_does_not_verify(
         prove_consistency(path, taken[5], forged)
 
 
+def make_log(path: Path, count: int) -> None:
+    log = open_log(path)
+    log.append_many([fact(f"k{i}", f"v{i}") for i in range(count)])
+    log.close()
+
+
+def append(path: Path, count: int) -> None:
+    log = open_log(path)
+    start = log.head().position
+    log.append_many([memory(f"later {start + i}") for i in range(count)])
+    log.close()
+
+
+@pytest.fixture
+def prover(tmp_path: Path) -> Iterator[Prover]:
+    """A prover kept over a log of 20 events (opened read-only), closed afterwards."""
+    path = tmp_path / "log.db"
+    make_log(path, 20)
+    log = CountingLog(path)
+    yield Prover(log)
+    log.close()
+
+
+class CountingLog(SQLiteEventLog):
+    """A read-only log that counts the rows scanned through it."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, read_only=True)
+        self.scanned = 0
+
+    def scan(self, after: int = 0, until: int | None = None) -> Iterator[StoredRow]:
+        for row in super().scan(after, until):
+            self.scanned += 1
+            yield row
+
+
+def counted(prover: Prover) -> CountingLog:
+    assert isinstance(prover.log, CountingLog)
+    return prover.log
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept prover", "path functions"])
 @pytest.mark.parametrize(
     "statement",
     [
@@ -257,39 +305,205 @@ def test_proof_against_a_forged_root_does_not_verify(
     ],
     ids=["row edited in an indexed tile", "row deleted in an indexed tile", "row deleted after"],
 )
-def test_prove_notices_rows_changed_after_indexing(tmp_path: Path, statement: str) -> None:
-    """A row changed or deleted after the index was built makes proving fail loudly."""
+def test_prove_notices_rows_changed_after_indexing(
+    tmp_path: Path, statement: str, kept: bool
+) -> None:
+    """A row changed or deleted after the checkpoint makes proving fail loudly, whether a kept
+    prover indexed it before the change or the log is walked afresh."""
     path = tmp_path / "log.db"
-    log = open_log(path)
-    log.append_many([memory(f"x{i}") for i in range(20)])
-    log.close()
-    taken = checkpoint(path)
+    make_log(path, 20)
+    log = open_log(path, read_only=True)
+    prover = Prover(log)
+    taken = prover.checkpoint()
     conn = _raw(path)
     conn.execute(statement)
     conn.close()
+    position = 4 if "position = 3" in statement else 19
     with pytest.raises(CorruptLogError, match="run verify"):
-        prove_inclusion(path, 4 if "position = 3" in statement else 19, taken)
+        if kept:
+            prover.prove_inclusion(position, taken)
+        else:
+            prove_inclusion(path, position, taken)
+    log.close()
+
+
+# -- investigations never write the evidence ------------------------------------------------
+
+
+def evidence(path: Path) -> tuple[str, int, int, list[tuple[Any, ...]]]:
+    """The file's digest and modification time, the bytes in its write-ahead log, its schema."""
+    wal = path.with_name(path.name + "-wal")
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    schema = conn.execute("SELECT type, name FROM sqlite_master ORDER BY name").fetchall()
+    conn.close()
+    return (
+        hashlib.sha256(path.read_bytes()).hexdigest(),
+        path.stat().st_mtime_ns,
+        wal.stat().st_size if wal.exists() else 0,
+        schema,
+    )
+
+
+def test_checkpoint_and_prove_leave_the_file_as_it_was(tmp_path: Path) -> None:
+    """Checkpoints and proofs, by path or from a kept prover, change no byte of the file,
+    its modification time or write-ahead log, and add no table to it."""
+    path = tmp_path / "log.db"
+    make_log(path, 40)
+    before = evidence(path)
+    old = checkpoint(path)
+    append(path, 10)
+    grown = evidence(path)
+    new = checkpoint(path)
+    prove_inclusion(path, 33, new)
+    prove_consistency(path, old, new)
+    log = open_log(path, read_only=True)
+    prover = Prover(log)
+    prover.prove_inclusion(7, prover.checkpoint())
+    log.close()
+    assert before[3] == grown[3]
+    assert grown == evidence(path)
 
 
 def test_proofs_from_a_read_only_file_are_the_same(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, history: tuple[Path, dict[int, Checkpoint]]
+    tmp_path: Path, history: tuple[Path, dict[int, Checkpoint]]
 ) -> None:
-    """With a scratch index (the file not writable) the proofs are identical."""
+    """A file and folder nobody may write give the same checkpoint and proofs."""
     path, taken = history
-    copy = tmp_path / "copy.db"
-    source = sqlite3.connect(path)
-    target = sqlite3.connect(copy)
+    folder = tmp_path / "sealed"
+    folder.mkdir()
+    copy = folder / "copy.db"
+    source, target = sqlite3.connect(path), sqlite3.connect(copy)
     source.backup(target)
     source.close()
-    target.execute("DROP TABLE fl_merkle_node")
-    target.execute("DROP TABLE fl_merkle_index")
-    target.commit()
     target.close()
-    monkeypatch.setattr(merkle_index, "_writable", lambda _: False)
-    assert prove_inclusion(path, 30, taken[37]) == prove_inclusion(copy, 30, taken[37])
-    assert prove_consistency(path, taken[5], taken[37]) == prove_consistency(
-        copy, taken[5], taken[37]
+    copy.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        assert taken[37] == checkpoint(copy)
+        assert prove_inclusion(path, 30, taken[37]) == prove_inclusion(copy, 30, taken[37])
+        assert prove_consistency(path, taken[5], taken[37]) == prove_consistency(
+            copy, taken[5], taken[37]
+        )
+    finally:
+        folder.chmod(0o755)
+
+
+# -- a kept prover ---------------------------------------------------------------------------
+
+
+def test_a_kept_prover_proves_what_the_path_functions_prove(
+    history: tuple[Path, dict[int, Checkpoint]],
+) -> None:
+    """One prover, kept, gives every checkpoint and proof the path functions give."""
+    path, taken = history
+    log = open_log(path, read_only=True)
+    prover = Prover(log)
+    assert taken[37] == prover.checkpoint()
+    for old in SIZES:
+        for new in SIZES:
+            if 0 < old <= new:
+                assert prove_inclusion(path, old, taken[new]) == prover.prove_inclusion(
+                    old, taken[new]
+                )
+                assert prove_consistency(path, taken[old], taken[new]) == (
+                    prover.prove_consistency(taken[old], taken[new])
+                )
+    log.close()
+
+
+def test_a_kept_prover_follows_a_growing_log_reading_only_new_rows(
+    tmp_path: Path, prover: Prover
+) -> None:
+    """As the log grows, the prover's checkpoints and proofs describe it as it is now, and
+    each call walks only the rows appended since the last, plus a tile or two."""
+    path = Path(counted(prover).path)
+    first = prover.checkpoint()
+    assert 20 == first.size
+    for more in (1, 15, 30, 100):
+        append(path, more)
+        counted(prover).scanned = 0
+        taken = prover.checkpoint()
+        assert checkpoint(path) == taken
+        assert counted(prover).scanned <= more + 2 * 16
+        counted(prover).scanned = 0
+        proof = prover.prove_inclusion(taken.size, taken)
+        assert verify_inclusion(proof, proof.leaf_hash, taken)
+        assert verify_consistency(prover.prove_consistency(first, taken), first, taken)
+        assert counted(prover).scanned <= 2 * 16
+
+
+def test_a_kept_prover_starts_over_after_a_rewritten_history(
+    prover: Prover, caplog: pytest.LogCaptureFixture
+) -> None:
+    """When the chain hash it walked to changes, the prover says so, refuses the old
+    checkpoint, and describes the log as it now is."""
+    path = Path(counted(prover).path)
+    before = prover.checkpoint()
+    rewrite_with_chain_recomputed(_raw(path))
+    caplog.set_level("DEBUG", logger="factledger")
+    caplog.clear()
+    with pytest.raises(InvalidInputError, match="no longer matches"):
+        prover.prove_inclusion(1, before)
+    assert ["merkle_index_rebuild"] == [record.msg for record in caplog.records]
+    after = prover.checkpoint()
+    assert checkpoint(path) == after and after.chain_hash != before.chain_hash
+    proof = prover.prove_inclusion(3, after)
+    assert verify_inclusion(proof, proof.leaf_hash, after)
+
+
+def test_a_kept_prover_of_a_shorter_log_starts_over(prover: Prover) -> None:
+    """A log cut shorter than what the prover walked is walked again, and its checkpoint
+    covers what is left."""
+    path = Path(counted(prover).path)
+    prover.checkpoint()
+    conn = _raw(path)
+    conn.execute("DELETE FROM fl_events WHERE position > 5")
+    conn.close()
+    assert checkpoint(path) == prover.checkpoint()
+
+
+def test_a_replaced_file_is_never_confused_with_the_old_one(tmp_path: Path) -> None:
+    """After the file at a path is replaced by another log, proofs by path come from the new
+    file and refuse the old log's checkpoints; a prover kept from before still proves the log
+    it opened."""
+    path = tmp_path / "a.db"
+    make_log(path, 20)
+    old_checkpoint = checkpoint(path)
+    log = open_log(path, read_only=True)
+    kept = Prover(log)
+    kept_proof = kept.prove_inclusion(3, old_checkpoint)
+    make_log(tmp_path / "other.db", 30)
+    os.replace(tmp_path / "other.db", path)
+    with pytest.raises(InvalidInputError, match="checkpoint is for log"):
+        prove_inclusion(path, 3, old_checkpoint)
+    new_checkpoint = checkpoint(path)
+    assert (30, False) == (new_checkpoint.size, new_checkpoint.log_id == old_checkpoint.log_id)
+    proof = prove_inclusion(path, 3, new_checkpoint)
+    assert verify_inclusion(proof, proof.leaf_hash, new_checkpoint)
+    assert not verify_inclusion(proof, proof.leaf_hash, old_checkpoint)
+    assert (old_checkpoint, kept_proof) == (
+        kept.checkpoint(),
+        kept.prove_inclusion(3, old_checkpoint),
     )
+    with pytest.raises(InvalidInputError, match="checkpoint is for log"):
+        kept.prove_inclusion(3, new_checkpoint)
+    log.close()
+
+
+def test_threads_sharing_one_prover_get_proofs_that_verify(prover: Prover) -> None:
+    """Eight threads proving through one prover at once, while it catches up: every proof
+    verifies."""
+    path = Path(counted(prover).path)
+    append(path, 20)
+    taken = checkpoint(path)
+
+    def prove_some(offset: int) -> list[bool]:
+        proofs = [prover.prove_inclusion(1 + (offset + n) % 40, taken) for n in range(25)]
+        return [verify_inclusion(p, p.leaf_hash, taken) for p in proofs]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = [ok for batch in pool.map(prove_some, range(8)) for ok in batch]
+    assert [True] * 200 == results
 
 
 # -- consistency ----------------------------------------------------------------------------
