@@ -46,7 +46,7 @@ RUN_ID = Setting(
 ADAPTER = Setting(
     ("FACTLEDGER_ADAPTER", "BERNSTEIN_ADAPTER"),
     "",
-    "the source adapter stamped on the command line's writes (empty: none, an operator write)",
+    "the source adapter stamped on the command line's writes (none: an operator write)",
 )
 TRUST_POLICY = Setting(
     ("FACTLEDGER_TRUST_POLICY", "BERNSTEIN_MEMORY_TRUST_POLICY"),

@@ -36,7 +36,6 @@ from replay.proofs import (
 )
 from replay.quarantine import quarantine, release
 from replay.rebuild import RebuildReport, TableComparison, rebuild
-from replay.render import to_json, to_text
 from replay.timetravel import as_of
 from replay.transfer import ExportHeader, ImportReport, export_log, import_legacy
 
@@ -79,8 +78,6 @@ __all__ = [
     "quarantine",
     "rebuild",
     "release",
-    "to_json",
-    "to_text",
     "verify",
     "verify_consistency",
     "verify_inclusion",

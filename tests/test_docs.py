@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from replay.cli import COMMANDS
+from projections.environment import SETTINGS
+from replay.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -32,10 +33,32 @@ def test_ci_installs_and_tests_exactly_as_readme_says() -> None:
     assert ".venv/bin/python -m pytest" in ci.splitlines()[-1]
 
 
-@pytest.mark.parametrize("command", [name for name, _, _ in COMMANDS])
+@pytest.mark.parametrize("command", sorted(app.commands))
 def test_every_command_is_documented(command: str) -> None:
-    """Each `factledger` subcommand appears in README's command table."""
+    """Each `factledger` subcommand appears in README's command table and has help text."""
     assert f"| `factledger {command}" in README
+    assert app.commands[command].help
+
+
+def test_the_environment_table_is_the_modules_table() -> None:
+    """README's one table of environment variables lists exactly projections.environment's
+    settings: their variables in precedence order, defaults and meanings."""
+    section = README.split("\n## The environment\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    expected = [
+        " | ".join(
+            (
+                f"| `{setting.variables[0]}`",
+                f"`{setting.variables[1]}`" if len(setting.variables) > 1 else "-",
+                f"`{setting.default}`" if setting.default else "none",
+                f"{setting.meaning} |",
+            )
+        )
+        for setting in SETTINGS
+    ]
+    assert expected == rows
+    named = set(re.findall(r"`((?:FACTLEDGER|BERNSTEIN)_[A-Z_]+)`", README))
+    assert {name for setting in SETTINGS for name in setting.variables} == named
 
 
 def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

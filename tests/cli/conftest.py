@@ -8,23 +8,18 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-import structlog
 
+from projections.environment import SETTINGS
 from replay.cli import main
 
 ENV = (
-    "FACTLEDGER_DB",
-    "FACTLEDGER_TASK_ID",
-    "FACTLEDGER_RUN_ID",
-    "FACTLEDGER_ADAPTER",
-    "BERNSTEIN_TASK_ID",
-    "BERNSTEIN_RUN_ID",
-    "BERNSTEIN_ADAPTER",
-    "FACTLEDGER_TRUST_POLICY",
-    "FACTLEDGER_TRUST_ADAPTERS",
-    "BERNSTEIN_MEMORY_TRUST_POLICY",
-    "BERNSTEIN_MEMORY_TRUST_ADAPTERS",
+    *(name for setting in SETTINGS for name in setting.variables),
+    "COLUMNS",
+    "FORCE_COLOR",
+    "NO_COLOR",
+    "TTY_COMPATIBLE",
 )
+"""Every variable factledger reads, and those that change how rich draws."""
 
 
 class Result(NamedTuple):
@@ -42,7 +37,6 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     yield
-    structlog.reset_defaults()
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ def test_query_redacts_by_default_and_raw_shows_verbatim(cli: Cli) -> None:
 
 
 def test_attribution_comes_from_the_environment(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Producer, run and adapter come from BERNSTEIN_*/FACTLEDGER_* variables, in that order."""
+    """Producer, run and adapter come from FACTLEDGER_* variables, else BERNSTEIN_* ones."""
     assert "manual-cli" == cli("share", "k", "v", "--tag", "t", "--json").json()["producer_task_id"]
     monkeypatch.setenv("FACTLEDGER_TASK_ID", "fl-task")
     monkeypatch.setenv("FACTLEDGER_RUN_ID", "fl-run")
@@ -53,8 +53,15 @@ def test_attribution_comes_from_the_environment(cli: Cli, monkeypatch: pytest.Mo
     )
     monkeypatch.setenv("BERNSTEIN_TASK_ID", "bern-task")
     monkeypatch.setenv("BERNSTEIN_RUN_ID", "bern-run")
-    monkeypatch.delenv("FACTLEDGER_ADAPTER")
     fact = cli("share", "k", "v3", "--tag", "t", "--json").json()
+    assert ("fl-task", "fl-run", "codex") == (
+        fact["producer_task_id"],
+        fact["run_id"],
+        fact["source_adapter"],
+    )
+    for name in ("FACTLEDGER_TASK_ID", "FACTLEDGER_RUN_ID", "FACTLEDGER_ADAPTER"):
+        monkeypatch.delenv(name)
+    fact = cli("share", "k", "v4", "--tag", "t", "--json").json()
     assert ("bern-task", "bern-run", "ignored-because-factledger-wins") == (
         fact["producer_task_id"],
         fact["run_id"],
@@ -102,18 +109,18 @@ def test_add_list_remove(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
         (("share", "k", "v", "--tag", "a,b"), "must not contain ','"),
         (("share", "", "v", "--tag", "t"), "key"),
         (("share", "k", "v"), "--tag"),
-        (("share", "k", "v", "--tag", "t", "--scope", "galaxy"), "invalid choice"),
+        (("share", "k", "v", "--tag", "t", "--scope", "galaxy"), "'galaxy' is not one of"),
         (("add", "x", "--type", "gossip"), "unknown memory type"),
         (("add", "x", "--tag", "%"), None),
         (("add", "x", "--importance", "2"), "between 0.0 and 1.0"),
-        (("add", "x", "--importance", "high"), "invalid float"),
+        (("add", "x", "--importance", "high"), "'high' is not a valid float"),
         (("list", "--limit", "0"), "at least 1"),
-        (("remove", "abc"), "invalid int"),
+        (("remove", "abc"), "'abc' is not a valid integer"),
         (("remove", "0"), "entry_id"),
         (("quarantine", "--reason", "r"), "at least one selector"),
         (("release", "1", "--reason", "r"), "not a quarantine"),
         (("blast-radius",), "needs a selector"),
-        (("frobnicate",), "invalid choice"),
+        (("frobnicate",), "No such command 'frobnicate'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(
@@ -189,16 +196,15 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.startswith("factledger 0.")
 
 
-def test_every_command_has_help() -> None:
-    """Each subcommand prints help text that names what it does."""
-    from replay.cli import COMMANDS, build_parser
+def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each subcommand prints help text that names what it does, and exits 0."""
+    from replay.cli import app, main
 
-    parser = build_parser()
-    for name, _, summary in COMMANDS:
-        with pytest.raises(SystemExit) as exited:
-            parser.parse_args([name, "--help"])
-        assert 0 == exited.value.code
-        assert summary
+    for name, command in app.commands.items():
+        assert command.help
+        assert 0 == main([name, "--help"])
+        out = " ".join(capsys.readouterr().out.split())
+        assert f"Usage: factledger {name}" in out and " ".join(command.help.split()) in out
 
 
 def _run(
@@ -227,12 +233,25 @@ def test_console_script_and_python_m_replay(tmp_path: Path) -> None:
 
 
 def test_library_warnings_go_to_stderr_not_stdout(tmp_path: Path) -> None:
-    """An overwrite warning never mixes into --json output on stdout."""
+    """An overwrite warning (another adapter replacing a fact) is logged to stderr, with its
+    fields, and never mixes into --json output on stdout."""
     db = str(tmp_path / "w.db")
     _run(sys.executable, "-m", "replay", "share", "k", "v1", "--tag", "t", "--db", db)
     second = _run(
-        sys.executable, "-m", "replay", "share", "k", "v2", "--tag", "t", "--db", db, "--json"
+        sys.executable,
+        "-m",
+        "replay",
+        "share",
+        "k",
+        "v2",
+        "--tag",
+        "t",
+        "--db",
+        db,
+        "--json",
+        env={"FACTLEDGER_ADAPTER": "codex"},
     )
+    assert "previous_position=1" in second.stderr
     assert '"position": 2' in second.stdout and "fact_overwritten" not in second.stdout
     assert "fact_overwritten" in second.stderr
 

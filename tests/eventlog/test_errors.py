@@ -126,22 +126,13 @@ def test_error_without_a_code_is_a_storage_error() -> None:
     assert StorageError is type(error)
 
 
-AWAITING_THE_CLI_REWRITE = ("replay.cli", "replay.demo")
-"""Modules (and subpackages) whose exception classes move to an errors module with the CLI
-subpackage; drop an entry once it has moved."""
-
-
 def test_every_exception_is_a_factledger_error_in_an_errors_module() -> None:
     """Each exception class the packages define derives from FactledgerError and is defined
     in an errors module (and exported by its package)."""
     misplaced = []
     for package in ("eventlog", "projections", "replay"):
         for info in pkgutil.walk_packages([str(ROOT / package)], prefix=f"{package}."):
-            pending = any(
-                info.name == name or info.name.startswith(f"{name}.")
-                for name in AWAITING_THE_CLI_REWRITE
-            )
-            if pending or info.name.endswith("__main__"):
+            if info.name.endswith("__main__"):
                 continue
             module = importlib.import_module(info.name)
             for name, value in vars(module).items():

@@ -169,7 +169,7 @@ def test_terminal_escapes_in_stored_text_are_printed_escaped(
     assert 0 == run(*command, "--db", db)
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
-    assert "\\x1b]8;;" in out
+    assert "\\u{001B}]8;;" in out
 
 
 def test_a_read_only_database_reads_and_refuses_writes_from_the_cli(shared_dir: Path) -> None:

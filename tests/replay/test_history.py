@@ -21,7 +21,7 @@ from eventlog import (
 )
 from projections import CrossTaskKB, SQLiteMemoryStore
 from replay.history import FactChange, blame, diff, history
-from replay.render import to_json, to_text
+from replay.cli.output import to_json, to_text
 from tests.conftest import Clock
 
 StoreFactory = Callable[..., SQLiteMemoryStore]

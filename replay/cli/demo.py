@@ -6,17 +6,23 @@ exits non-zero if poison reaches a prompt it should not, or tampering goes unnot
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-import structlog.testing
+import click
 
 from eventlog import RecallRecorded
 from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
 from replay.audit import verify
 from replay.checkpoints import checkpoint, generate_key
+from replay.cli.app import Session, app
+from replay.cli.errors import DemoFailed
 from replay.forensics import blast_radius
 from replay.quarantine import quarantine
 
@@ -28,8 +34,27 @@ TRUST_RESEARCHER = MemoryTrustPolicy(trusted_adapters=frozenset({"claude-code"})
 TRUST_BOTH = MemoryTrustPolicy(trusted_adapters=frozenset({"claude-code", "evil-cli"}))
 
 
-class DemoFailed(Exception):
-    """An outcome the demo promises did not happen."""
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.fields.append({"event": record.getMessage(), **record.__dict__})
+
+
+@contextlib.contextmanager
+def _captured_logs() -> Iterator[list[dict[str, Any]]]:
+    """factledger's log records while the block runs, kept from every other handler."""
+    logger = logging.getLogger("factledger")
+    records, propagate = _Records(), logger.propagate
+    logger.addHandler(records)
+    logger.propagate = False
+    try:
+        yield records.fields
+    finally:
+        logger.removeHandler(records)
+        logger.propagate = propagate
 
 
 class _Narrator:
@@ -90,7 +115,7 @@ def play(directory: Path, out: TextIO) -> None:
         intruder = CrossTaskKB(
             store, run_id="run-1", producer_task_id="intruder-7", source_adapter="evil-cli"
         )
-        with structlog.testing.capture_logs() as logs:
+        with _captured_logs() as logs:
             poison = intruder.publish("api-schema", "users", POISON, scope="project")
         [warning] = [e for e in logs if e["event"] == "fact_overwritten"]
         say.step(
@@ -187,3 +212,13 @@ def run_demo(out: TextIO, *, keep: str | None = None) -> int:
         + (f"The files are in {directory}.\n" if keep else "The temporary files were removed.\n")
     )
     return 0
+
+
+@app.command("demo")
+@click.option(
+    "--keep", metavar="DIR", help="play in this directory and keep it (default: a temp dir)"
+)
+@click.pass_obj
+def demo(session: Session, keep: str | None) -> int:
+    """Play a short poisoning incident end to end in a temporary directory."""
+    return run_demo(sys.stdout, keep=keep)

@@ -1,0 +1,24 @@
+"""The `factledger` command line, on click and rich: `main` runs it.
+
+`app` holds the group, the options every command takes and the error handling; each theme
+module adds its commands to `app` (its options beside each command); `output` renders JSON,
+tables and progress.
+"""
+
+from __future__ import annotations
+
+from replay.cli import agents, audit, demo, forensics, history, memory
+from replay.cli.app import app, main
+from replay.cli.errors import DemoFailed
+
+__all__ = [
+    "DemoFailed",
+    "agents",
+    "app",
+    "audit",
+    "demo",
+    "forensics",
+    "history",
+    "main",
+    "memory",
+]

@@ -1,0 +1,212 @@
+"""The `factledger` group: the options every command takes, logging to stderr, and errors
+turned into one line on stderr with an exit code.
+
+Exit codes: 0 done, 1 an error or bad input, 2 tampering found (commands that check say so),
+130 interrupted, 141 standard output closed early.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import logging
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import click
+import structlog
+
+from eventlog import FactledgerError, StorageError
+from projections import CrossTaskKB, SQLiteMemoryStore, environment
+from replay.cli import output
+
+EXIT_OK, EXIT_ERROR, EXIT_TAMPERED, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
+PROG = "factledger"
+DB_HELP = f"database path (default: $FACTLEDGER_DB, else {environment.DB.default})"
+
+
+@dataclass(frozen=True)
+class Session:
+    """What every command is given besides its own arguments: `--db` and `--json`, from
+    before or after the command's name (after wins), and the environment's attribution."""
+
+    db: str
+    as_json: bool
+
+    def existing_db(self) -> str:
+        """The database path, which must exist: reading never creates a database."""
+        if not Path(self.db).exists():
+            raise StorageError(f"no database at {self.db} (choose one with --db or FACTLEDGER_DB)")
+        return self.db
+
+    def store(self, *, create: bool = False) -> SQLiteMemoryStore:
+        """The store, writing as the environment's adapter; created only if `create`."""
+        path = self.db if create else self.existing_db()
+        return SQLiteMemoryStore(path, source_adapter=environment.adapter())
+
+    def kb(self, store: SQLiteMemoryStore) -> CrossTaskKB:
+        """The knowledge base over `store`, attributed from the environment."""
+        return CrossTaskKB(
+            store,
+            run_id=environment.run_id(),
+            producer_task_id=environment.task_id(),
+            source_adapter=environment.adapter(),
+        )
+
+    def emit(self, value: Any, text: str | None = None) -> None:
+        """Print `value` as JSON with --json, else `text` (or `value` readably)."""
+        if self.as_json:
+            output.show_json(value)
+        elif text is not None:
+            output.say(text)
+        else:
+            output.show(value)
+
+    def emit_rows(self, rows: Sequence[Any], columns: Sequence[str], empty: str) -> None:
+        """Print rows as JSON with --json, else as a table of `columns` (or `empty`)."""
+        if self.as_json:
+            output.show_json(rows)
+        elif rows:
+            output.show(rows, columns)
+        else:
+            output.say(empty)
+
+
+def fail(message: str, *, code: int = EXIT_ERROR) -> int:
+    """Report `message` as one line on stderr; return `code`."""
+    line = " ".join(message.splitlines())
+    sys.stderr.write(f"{PROG}: error: {output.cell(line)}\n")
+    return code
+
+
+def shared_options() -> list[click.Parameter]:
+    """--db and --json, which the group and every command take."""
+    return [
+        click.Option(["--db"], metavar="PATH", help=DB_HELP),
+        click.Option(["--json", "as_json"], is_flag=True, help="print machine-readable JSON"),
+    ]
+
+
+class _Command(click.Command):
+    """A command that takes --db and --json after its name too, and whose summary in the
+    command list is its help's first paragraph, whole."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params += shared_options()
+
+    def invoke(self, ctx: click.Context) -> Any:
+        before = ctx.find_object(Session) or Session(environment.db_path(), as_json=False)
+        db, as_json = ctx.params.pop("db"), ctx.params.pop("as_json")
+        ctx.obj = replace(before, db=db or before.db, as_json=as_json or before.as_json)
+        return super().invoke(ctx)
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return (self.short_help or self.help or "").split("\n\n")[0].replace("\n", " ").strip()
+
+
+class _Group(click.Group):
+    """Runs one command; what goes wrong in it becomes one line on stderr and an exit code."""
+
+    command_class = _Command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except FactledgerError as exc:
+            return fail(str(exc))
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_PIPE
+        except OSError as exc:
+            return fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+        except KeyboardInterrupt:
+            return fail("interrupted", code=EXIT_INTERRUPTED)
+        except Exception as exc:
+            if environment.debug():
+                raise
+            return fail(
+                f"internal error: {type(exc).__name__}: {exc} "
+                "(FACTLEDGER_DEBUG=1 shows a traceback)"
+            )
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version(PROG)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+@click.group(
+    PROG,
+    cls=_Group,
+    params=shared_options(),
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Every command takes --db PATH and --json, before or after its name. "
+    "`factledger COMMAND --help` describes one command.",
+)
+@click.version_option(_version(), "--version", prog_name=PROG, message="%(prog)s %(version)s")
+@click.pass_context
+def app(ctx: click.Context, db: str | None, as_json: bool) -> None:
+    """Shared agent memory on an append-only, hash-chained log: who wrote every byte, every
+    version, and the audit trail behind every prompt. New here? Run `factledger demo`.
+
+    Writes are attributed from the environment (FACTLEDGER_TASK_ID, FACTLEDGER_RUN_ID,
+    FACTLEDGER_ADAPTER; README lists every variable).
+    """
+    ctx.obj = Session(db=db or environment.db_path(), as_json=as_json)
+
+
+@contextlib.contextmanager
+def logging_to_stderr() -> Iterator[None]:
+    """While a command runs, log records go to stderr (warnings and above; everything with
+    FACTLEDGER_DEBUG), rendered with their fields; stdout carries only results."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
+            ],
+            foreign_pre_chain=[
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.ExtraAdder(),
+                structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S", utc=False),
+            ],
+        )
+    )
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if environment.debug() else logging.WARNING)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `factledger` command (`argv`, else the process's arguments); return its exit
+    code."""
+    with logging_to_stderr():
+        try:
+            code = app.main(args=argv, prog_name=PROG, standalone_mode=False)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()
+            return EXIT_ERROR
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else PROG
+            return fail(f"{exc.format_message()} (see {where} --help)")
+        except click.ClickException as exc:
+            return fail(exc.format_message())
+        except click.Abort:
+            return fail("interrupted", code=EXIT_INTERRUPTED)
+    return code if isinstance(code, int) else EXIT_OK

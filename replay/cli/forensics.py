@@ -1,0 +1,115 @@
+"""Forensics: blast-radius, quarantine, release, export, import-legacy."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from projections import environment
+from replay.cli import output
+from replay.cli.app import EXIT_OK, Session, app
+from replay.forensics import blast_radius
+from replay.quarantine import quarantine, release
+from replay.transfer import export_log, import_legacy
+
+
+def suspect_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--adapter, --producer and --position: who or what is suspected."""
+    command = click.option(
+        "--position", "positions", type=int, multiple=True, help="a suspect position (repeatable)"
+    )(command)
+    command = click.option("--producer", help="the suspect producer task id")(command)
+    return click.option("--adapter", help="the suspect source adapter")(command)
+
+
+@app.command("blast-radius")
+@suspect_options
+@click.option("--since", type=int, help="only events after this position")
+@click.pass_obj
+def blast_radius_(
+    session: Session,
+    adapter: str | None,
+    producer: str | None,
+    positions: tuple[int, ...],
+    since: int | None,
+) -> int:
+    """What a suspect wrote, what is live, and which prompts it reached."""
+    radius = blast_radius(
+        session.existing_db(),
+        source_adapter=adapter,
+        producer_task_id=producer,
+        positions=list(positions) or None,
+        since_position=since,
+    )
+    session.emit(radius)
+    return EXIT_OK
+
+
+@app.command("quarantine")
+@suspect_options
+@click.option("--reason", required=True, help="why, recorded in the log")
+@click.pass_obj
+def quarantine_(
+    session: Session,
+    adapter: str | None,
+    producer: str | None,
+    positions: tuple[int, ...],
+    reason: str,
+) -> int:
+    """Keep a suspect's events from every reader (the log keeps them as evidence)."""
+    position = quarantine(
+        session.existing_db(),
+        positions=list(positions) or None,
+        producer_task_id=producer,
+        source_adapter=adapter,
+        reason=reason,
+        by=environment.task_id(),
+    )
+    session.emit({"quarantine_position": position}, f"quarantine recorded at position {position}")
+    return EXIT_OK
+
+
+@app.command("release")
+@click.argument("quarantine_position", type=int)
+@click.option("--reason", required=True, help="why, recorded in the log")
+@click.pass_obj
+def release_(session: Session, quarantine_position: int, reason: str) -> int:
+    """Undo a quarantine."""
+    position = release(
+        session.existing_db(), quarantine_position, reason=reason, by=environment.task_id()
+    )
+    session.emit({"release_position": position}, f"release recorded at position {position}")
+    return EXIT_OK
+
+
+@app.command("export")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="file to write (default: standard output)",
+)
+@click.pass_obj
+def export(session: Session, out: Path | None) -> int:
+    """Write the raw log as JSON Lines, verifiable offline."""
+    db = session.existing_db()
+    if out is None:
+        with output.progress("exported") as progress:
+            export_log(db, sys.stdout, progress=progress)
+        return EXIT_OK
+    with out.open("w", encoding="utf-8") as stream, output.progress("exported") as progress:
+        header = export_log(db, stream, progress=progress)
+    session.emit(header, f"exported {header.events} events to {out}")
+    return EXIT_OK
+
+
+@app.command("import-legacy")
+@click.argument("path")
+@click.pass_obj
+def import_legacy_(session: Session, path: str) -> int:
+    """Import the memory table of a database of the replaced store."""
+    session.emit(import_legacy(session.db, path))
+    return EXIT_OK

@@ -1,0 +1,179 @@
+"""What the command line prints: tables that fit the width, values never cut, progress only
+on a terminal, logs only on stderr."""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from replay import InclusionProof
+from replay.cli import main
+from replay.cli.output import progress, to_text
+from tests.cli.conftest import Result
+
+Cli = Callable[..., Result]
+HASH = "0123456789abcdef" * 4
+LONG_TOKEN = "x" * 250
+LONG_TEXT = " ".join(f"word{i}" for i in range(80))
+WIDTHS = (40, 60, 100, 160, 400)
+
+
+def whole(text: str) -> str:
+    """`text` with all whitespace removed, so a value folded across lines reads whole."""
+    return re.sub(r"\s+", "", text)
+
+
+def widest_line(text: str) -> int:
+    return max(len(line) for line in text.splitlines())
+
+
+def readings(out: str) -> list[str]:
+    """Ways a reader can read `out` back: the whole text, and each table column top to
+    bottom (a column starts where its header does), all with whitespace removed."""
+    found = [whole(out)]
+    for block in out.split("\n\n"):
+        lines = block.splitlines()
+        for i, line in enumerate(lines):
+            if re.fullmatch(r"[a-z_]+( {2,}[a-z_]+)+", line):
+                starts = [m.start() for m in re.finditer(r"[a-z_]+", line)]
+                ends = [*starts[1:], None]
+                found += [
+                    whole("".join(row[s:e] for row in lines[i + 1 :]))
+                    for s, e in zip(starts, ends, strict=True)
+                ]
+    return found
+
+
+def shown_whole(value: str, out: str) -> bool:
+    return any(whole(value) in reading for reading in readings(out))
+
+
+@pytest.fixture
+def long_values(cli: Cli) -> Cli:
+    cli("share", "token", LONG_TOKEN, "--tag", "long")
+    cli("share", "text", LONG_TEXT, "--tag", "long")
+    cli("add", LONG_TEXT, "--tag", "long")
+    return cli
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize(
+    "command",
+    [("history",), ("blame",), ("diff", "0", "3"), ("query", "--tag", "long"), ("list",)],
+)
+def test_long_values_are_shown_whole_within_the_width(
+    long_values: Cli, monkeypatch: pytest.MonkeyPatch, width: int, command: tuple[str, ...]
+) -> None:
+    """Every line fits $COLUMNS; long values and content hashes appear whole (folded at most),
+    never cut with an ellipsis."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    hashes = [f["content_hash"] for f in long_values("query", "--tag", "long", "--json").json()]
+    result = long_values(*command)
+    assert (0, "") == (result.code, result.err)
+    assert widest_line(result.out) <= width
+    assert "…" not in result.out and "..." not in result.out
+    assert shown_whole(LONG_TOKEN, result.out) and shown_whole(LONG_TEXT, result.out)
+    if command[0] == "history":
+        assert all(shown_whole(h, result.out) for h in hashes)
+        if width >= 100:
+            assert all(h in result.out.split() for h in hashes)
+
+
+def test_on_a_wide_console_a_long_value_is_on_one_line(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the table fits, a long value is on one line, untouched."""
+    cli("share", "token", LONG_TOKEN, "--tag", "long")
+    monkeypatch.setenv("COLUMNS", "400")
+    out = cli("query", "--tag", "long").out
+    assert LONG_TOKEN in out.split() and widest_line(out) <= 400
+
+
+def test_a_table_when_it_fits_one_field_per_line_when_it_does_not(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """history is a table on a wide terminal and `name  value` lines on a narrow one."""
+    cli("share", "users", "{name: str}", "--tag", "api")
+    monkeypatch.setenv("COLUMNS", "300")
+    wide = cli("history").out.splitlines()
+    assert ["position", "event_id", "ts_ns"] == wide[3].split()[:3]
+    monkeypatch.setenv("COLUMNS", "80")
+    narrow = cli("history").out.splitlines()
+    assert ["position", "1"] == narrow[3].split() and ["event_id"] == narrow[4].split()[:1]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_proof_hashes_are_shown_whole(width: int) -> None:
+    """A proof's leaf hash and every path hash appear whole, at any width."""
+    path = tuple(f"{i:x}".rjust(64, "e") for i in range(12))
+    proof = InclusionProof(log_id="log", position=3, size=4096, leaf_hash=HASH, path=path)
+    text = to_text(proof, width=width)
+    assert widest_line(text) <= width
+    for digest in (HASH, *path):
+        assert digest in whole(text)
+        if width >= 80:
+            assert digest in text.split()
+
+
+def test_prove_prints_whole_hashes(cli: Cli, tmp_path: Path) -> None:
+    """`prove` shows the leaf hash and the path hashes whole."""
+    for value in ("a", "b", "c"):
+        cli("share", value, value, "--tag", "t")
+    cp = tmp_path / "cp.txt"
+    assert 0 == cli("checkpoint", "--out", str(cp)).code
+    proof = cli("prove", "2", "--checkpoint", str(cp), "--json").json()
+    text = cli("prove", "2", "--checkpoint", str(cp)).out
+    assert len(proof["leaf_hash"]) == 64 and proof["path"]
+    for digest in (proof["leaf_hash"], *proof["path"]):
+        assert digest in text.split()
+
+
+def test_progress_shows_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The progress bar draws on a terminal's stderr and writes nothing to a pipe."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, drawn in ((io.StringIO(), False), (Terminal(), True)):
+        monkeypatch.setattr("sys.stderr", stream)
+        with progress("verified") as report:
+            report(5, 10)
+        assert drawn == ("verified" in stream.getvalue())
+        assert drawn == bool(stream.getvalue())
+
+
+def test_logging_goes_to_stderr_and_is_put_back(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """During a command, warnings go to stderr with their fields; afterwards the logging
+    configuration is as it was."""
+    root = logging.getLogger()
+    before = (root.level, list(root.handlers))
+    cli("share", "k", "v1", "--tag", "t")
+    monkeypatch.setenv("FACTLEDGER_ADAPTER", "codex")
+    result = cli("share", "k", "v2", "--tag", "t", "--json")
+    assert 2 == result.json()["position"]
+    assert "fact_overwritten" in result.err and "previous_producer=manual-cli" in result.err
+    assert before == (root.level, list(root.handlers))
+
+
+def test_no_command_shows_help_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    """`factledger` alone prints its help to stderr and exits 1; stdout stays empty."""
+    assert 1 == main([])
+    captured = capsys.readouterr()
+    assert "" == captured.out and "Usage: factledger" in captured.err
+
+
+def test_json_escapes_invisible_characters_and_parses_back(cli: Cli) -> None:
+    """--json writes invisible characters as JSON escapes: nothing reaches the terminal raw,
+    and the JSON still reads back to the stored value."""
+    hostile = "\x1b[2J zero\u200bwidth \u202eevil é 😀"
+    cli("share", "k", hostile, "--tag", "t")
+    result = cli("query", "--tag", "t", "--raw", "--json")
+    assert hostile == result.json()[0]["value"]
+    assert not {"\x1b", "\u200b", "\u202e"} & set(result.out)
+    assert "é 😀" in result.out
