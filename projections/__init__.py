@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from projections import inquiries
+from projections.agent_reads import (
+    AgentFacts,
+    AgentIdentity,
+    policy_for,
+    read_facts,
+    read_history,
+    recall,
+)
 from projections.entries import Fact, MemoryEntry
 from projections.errors import LegacyImportError
 from projections.kb import CrossTaskKB, PublishCounter, get_global_counter
 from projections.knowledge import Identity, KnowledgeProjector, fact_identity, matching_positions
 from projections.legacy import LegacyFile, legacy_events
 from projections.projector import Projection, Projector, TableWriter, batches, fold
-from projections.prompt import load_persistent_memory, render
+from projections.prompt import Recall, load_persistent_memory, recall_memory, render
 from projections.reads import Readable, Reader, Row
 from projections.redaction import redact_value
 from projections.sql import ScratchDatabase
@@ -37,6 +45,8 @@ __all__ = [
     "MEMORY_TYPES",
     "SCOPES",
     "CrossTaskKB",
+    "AgentFacts",
+    "AgentIdentity",
     "Fact",
     "Identity",
     "KnowledgeProjector",
@@ -52,6 +62,7 @@ __all__ = [
     "Readable",
     "Reader",
     "Row",
+    "Recall",
     "SQLiteMemoryStore",
     "Scope",
     "ScratchDatabase",
@@ -72,7 +83,12 @@ __all__ = [
     "open_view",
     "read_model_at_head",
     "redact_value",
+    "policy_for",
+    "read_facts",
+    "read_history",
     "render",
+    "recall",
+    "recall_memory",
     "table_digest",
     "table_exists",
     "table_rows",

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import msgspec
+
 from eventlog import (
     Exclusion,
     InvalidTypeError,
@@ -54,6 +56,15 @@ _TILDES = re.compile(r"~+")
 _LONG_TILDES = re.compile(f"~{{{MAX_TILDE_RUN + 1},}}")
 
 
+class Recall(msgspec.Struct, frozen=True, kw_only=True):
+    """A prompt section built from memory, with the receipt recorded for it."""
+
+    text: str
+    receipt_position: int
+    included: tuple[int, ...]
+    excluded: tuple[Exclusion, ...]
+
+
 def load_persistent_memory(
     store: MemoryView,
     tags: Sequence[str] | None,
@@ -69,6 +80,28 @@ def load_persistent_memory(
     Uses the environment's policy (`active_trust_policy`) unless one is given, and appends a
     recall receipt naming what was included and what was kept out.
     """
+    return recall_memory(
+        store,
+        tags,
+        trust_policy=trust_policy,
+        limit=limit,
+        task_id=task_id,
+        run_id=run_id,
+        adapter=adapter,
+    ).text
+
+
+def recall_memory(
+    store: MemoryView,
+    tags: Sequence[str] | None,
+    *,
+    trust_policy: MemoryTrustPolicy | None = None,
+    limit: int = 10,
+    task_id: str | None = None,
+    run_id: str | None = None,
+    adapter: str | None = None,
+) -> Recall:
+    """`load_persistent_memory`, returning its receipt (position, included, excluded) too."""
     if not isinstance(store, SQLiteMemoryStore):
         if isinstance(store, MemoryView):
             raise ReadOnlyStoreError(READ_ONLY)
@@ -83,10 +116,10 @@ def load_persistent_memory(
     for name, value in (("task_id", task_id), ("run_id", run_id), ("adapter", adapter)):
         check_optional_actor(name, value)
     trust = (policy.trust_untagged, tuple(sorted(policy.trusted_adapters)))
-    with store.event_log.snapshot() as snap:
+    with store.snapshot() as snap:
         head = snap.head().position
         included, refused = reads.prompt_candidates(
-            store.read_model,
+            snap,
             tags=wanted,
             trust=trust if policy.enabled else None,
             limit=count,
@@ -106,8 +139,15 @@ def load_persistent_memory(
         rendered_hash=content_hash(text.encode("utf-8")),
     )
     with store.write_transaction() as tx:
-        tx.append([NewEvent(payload=receipt, producer_task_id=task_id or "", run_id=run_id)])
-    return text
+        recorded = tx.append(
+            [NewEvent(payload=receipt, producer_task_id=task_id or "", run_id=run_id)]
+        )
+    return Recall(
+        text=text,
+        receipt_position=recorded[0].position,
+        included=receipt.included,
+        excluded=receipt.excluded,
+    )
 
 
 def _exclusions(refused: list[Candidate]) -> tuple[Exclusion, ...]:

@@ -268,6 +268,13 @@ RECEIPT_DDL = (
     """CREATE TABLE fl_receipt (
         position INTEGER PRIMARY KEY,
         task_id TEXT,
+FACT_VERSIONS_NEWEST_FIRST = (
+    "SELECT " + FACT_COLUMNS + ", f.quarantined FROM fl_fact f "
+    "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.key = ? AND f.position <= ? "
+    "ORDER BY f.position DESC"
+)
+"""Every version of one fact identity up to a position, newest first, with its quarantine
+flag (agent reads: which versions a trust policy passes over)."""
         run_id TEXT,
         adapter TEXT,
         head_position INTEGER NOT NULL,
