@@ -255,6 +255,13 @@ FACT_HISTORY = (
     "SELECT " + FACT_COLUMNS + " FROM fl_fact f "
     "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.key = ? ORDER BY f.position"
 )
+FACT_VERSIONS_NEWEST_FIRST = (
+    "SELECT " + FACT_COLUMNS + ", f.quarantined FROM fl_fact f "
+    "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.key = ? AND f.position <= ? "
+    "ORDER BY f.position DESC"
+)
+"""Every version of one fact identity up to a position, newest first, with its quarantine
+flag (agent reads: which versions a trust policy passes over)."""
 FACTS_REPLACED = (
     "SELECT f.position, p.position, p.producer_task_id, p.source_adapter "
     "FROM fl_fact f JOIN fl_fact p "
@@ -268,13 +275,6 @@ RECEIPT_DDL = (
     """CREATE TABLE fl_receipt (
         position INTEGER PRIMARY KEY,
         task_id TEXT,
-FACT_VERSIONS_NEWEST_FIRST = (
-    "SELECT " + FACT_COLUMNS + ", f.quarantined FROM fl_fact f "
-    "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.key = ? AND f.position <= ? "
-    "ORDER BY f.position DESC"
-)
-"""Every version of one fact identity up to a position, newest first, with its quarantine
-flag (agent reads: which versions a trust policy passes over)."""
         run_id TEXT,
         adapter TEXT,
         head_position INTEGER NOT NULL,
