@@ -14,6 +14,7 @@ A factledger error reaches the model as a tool error carrying its one-line messa
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -358,12 +359,27 @@ def build_server(
     tools = [
         _strict(Tool.from_function(fn, name=name, annotations=hints)) for fn, name, hints in TOOLS
     ]
-    return MCPServer(
-        SERVER_NAME,
-        instructions=_instructions(identity),
-        tools=tools,
-        lifespan=connection,
-    )
+    with _logging_left_alone():
+        return MCPServer(
+            SERVER_NAME,
+            instructions=_instructions(identity),
+            tools=tools,
+            lifespan=connection,
+        )
+
+
+@contextmanager
+def _logging_left_alone() -> Iterator[None]:
+    """The SDK's server calls `logging.basicConfig` when built, which would give an
+    application that has not configured logging a root handler; a handler held on the root
+    meanwhile makes that call do nothing. `factledger mcp` configures logging itself."""
+    root = logging.getLogger()
+    placeholder = logging.NullHandler()
+    root.addHandler(placeholder)
+    try:
+        yield
+    finally:
+        root.removeHandler(placeholder)
 
 
 def _instructions(identity: AgentIdentity) -> str:

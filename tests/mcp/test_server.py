@@ -4,6 +4,7 @@ reads with receipts, tool errors with factledger's message, and a real stdio ser
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sys
 import tomllib
@@ -232,6 +233,17 @@ async def test_the_instructions_name_the_bound_identity(db: Path) -> None:
     async with Client(build_server(db, AGENT), mode="legacy") as client:
         assert "task-b" in (client.instructions or "")
         assert "adapter claude-code" in (client.instructions or "")
+
+
+def test_building_a_server_leaves_the_applications_logging_alone(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK calls logging.basicConfig when a server is built; an application that has not
+    configured logging still has no root handler afterwards."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    build_server(db, AGENT)
+    assert [] == root.handlers
 
 
 # -- errors ---------------------------------------------------------------------------------
