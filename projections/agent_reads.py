@@ -200,7 +200,7 @@ def _versions(
     """Versions of one fact identity at or below `up_to`, newest first, with their
     quarantine flags."""
     rows = tx.execute(sql.FACT_VERSIONS_NEWEST_FIRST, (*identity, up_to))
-    return [(reads.fact_from_row(row), bool(row[10])) for row in rows]
+    return [(reads.fact_from_row(row[1:]), bool(row[0])) for row in rows]
 
 
 def _split(

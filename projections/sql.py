@@ -256,7 +256,7 @@ FACT_HISTORY = (
     "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.key = ? ORDER BY f.position"
 )
 FACT_VERSIONS_NEWEST_FIRST = (
-    "SELECT " + FACT_COLUMNS + ", f.quarantined FROM fl_fact f "
+    "SELECT f.quarantined, " + FACT_COLUMNS + " FROM fl_fact f "
     "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.key = ? AND f.position <= ? "
     "ORDER BY f.position DESC"
 )

@@ -28,7 +28,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from eventlog import FactledgerError
+from eventlog import FactledgerError, InvalidTypeError
 from projections import (
     AgentFacts,
     AgentIdentity,
@@ -343,7 +343,7 @@ def build_server(
     identity's own adapter added.
     """
     if not isinstance(identity, AgentIdentity):
-        raise TypeError(f"identity must be an AgentIdentity, not {type(identity).__name__}")
+        raise InvalidTypeError(f"identity must be an AgentIdentity, not {type(identity).__name__}")
 
     @asynccontextmanager
     async def connection(server: MCPServer[AgentSession]) -> AsyncIterator[AgentSession]:

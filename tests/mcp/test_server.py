@@ -16,7 +16,14 @@ import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
-from eventlog import FactPublished, MemoryAdded, RecallRecorded, RecordedEvent, open_log
+from eventlog import (
+    FactPublished,
+    InvalidTypeError,
+    MemoryAdded,
+    RecallRecorded,
+    RecordedEvent,
+    open_log,
+)
 from projections import AgentIdentity, CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore
 from replay.cli import agents, main
 from replay.mcp import build_server
@@ -233,6 +240,12 @@ async def test_the_instructions_name_the_bound_identity(db: Path) -> None:
     async with Client(build_server(db, AGENT), mode="legacy") as client:
         assert "task-b" in (client.instructions or "")
         assert "adapter claude-code" in (client.instructions or "")
+
+
+def test_the_identity_must_be_an_agent_identity(db: Path) -> None:
+    """build_server takes the identity as an AgentIdentity, never as loose names."""
+    with pytest.raises(InvalidTypeError):
+        build_server(db, {"adapter": "claude-code", "task_id": "t"})  # type: ignore[arg-type]
 
 
 def test_building_a_server_leaves_the_applications_logging_alone(
