@@ -244,17 +244,15 @@ def walk(folder: Path, count: int) -> None:
 
 
 def audit(folder: Path, count: int) -> None:
-    """Profile replay.audit.verify (in-process: one worker) and replay.rebuild.rebuild."""
+    """Profile replay.audit.verify and replay.rebuild.rebuild."""
     path = folder / "audit.db"
     build_log(path, Corpus(9), count)
     from replay.audit import verify
     from replay.rebuild import rebuild
 
-    print(f"\n== replay verify (workers=1) and rebuild over {count} events")
-    one = wall_us(lambda: verify(path, workers=1), count)
-    every = wall_us(lambda: verify(path), count)
-    print(f"  unprofiled: verify {one:.2f} us/event with 1 worker, {every:.2f} with the default")
-    profile(lambda: verify(path, workers=1), count)
+    print(f"\n== replay verify and rebuild over {count} events")
+    print(f"  unprofiled: verify {wall_us(lambda: verify(path), count):.2f} us/event")
+    profile(lambda: verify(path), count)
     print(f"  unprofiled: rebuild {wall_us(lambda: rebuild(path), count):.2f} us/event")
     profile(lambda: rebuild(path), count)
 

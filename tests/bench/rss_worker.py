@@ -1,16 +1,13 @@
 """Child process for the memory metric: run verify or rebuild on a log, print peak RSS as JSON.
 
 `python -m tests.bench.rss_worker verify|rebuild PATH`. Peak RSS is VmHWM from
-/proc/self/status, read once after the imports (the floor) and once after the operation,
-and the largest peak of any worker process it started and waited for (`replay.audit.verify`
-shares a large walk between processes): RUSAGE_CHILDREN's ru_maxrss.
+/proc/self/status, read once after the imports (the floor) and once after the operation.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-import resource
 import sys
 from pathlib import Path
 
@@ -52,17 +49,13 @@ def main(argv: list[str]) -> int:
     floor = peak_rss_kib()
     tool, events = (verify if operation == "verify" else rebuild)(path)
     peak = peak_rss_kib()
-    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     print(
         json.dumps(
             {
                 "tool": tool,
                 "events": events,
                 "floor_kib": floor,
-                "self_peak_kib": peak,
-                "largest_child_peak_kib": child,
-                "process_peak_kib": max(peak, child),
-                "total_peak_kib": peak + child,
+                "process_peak_kib": peak,
             }
         )
     )

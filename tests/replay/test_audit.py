@@ -4,26 +4,25 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 import pytest
 
+import eventlog
 from eventlog import (
     ChainWalker,
-    InvalidInputError,
     InvalidTypeError,
     StorageError,
     open_log,
 )
 from eventlog.chain import genesis
+from eventlog.contract import EVERY_KIND, fact, memory
 from replay import audit
 from replay.audit import AuditProblem, AuditReport, verify
 from replay.checkpoints import Checkpoint, checkpoint
-from replay.render import to_json, to_text
-from tests.eventlog.contract import EVERY_KIND, fact, memory
+from replay.cli.output import to_json, to_text
 from tests.eventlog.test_tampering import (
     _raw,
     delete_row,
@@ -257,37 +256,48 @@ def delete_late_row(path: Path, _: Path) -> None:
     conn.close()
 
 
+def delete_rows_at_a_batch_end(path: Path, _: Path) -> None:
+    conn = _raw(path)
+    conn.execute("DELETE FROM fl_events WHERE position IN (11, 12)")
+    conn.close()
+
+
 @pytest.mark.parametrize(
     "tamper",
-    [None, delete_late_row, TABLE["row edited, chain recomputed"][0]],
-    ids=["untouched", "row deleted in the last segment", "row edited, chain recomputed"],
+    [None, delete_late_row, delete_rows_at_a_batch_end, TABLE["row edited, chain recomputed"][0]],
+    ids=["untouched", "row deleted late", "rows deleted at a batch end", "chain recomputed"],
 )
-def test_worker_processes_agree_with_one_process(tmp_path: Path, tamper: Tamper | None) -> None:
-    """Sharing the walk between processes changes nothing in the report."""
+def test_walking_in_small_batches_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tamper: Tamper | None
+) -> None:
+    """The report is the same whether the walk reads the log in one batch or in many, cut
+    inside the checkpoint's tree and at its size."""
     path = tmp_path / "log.db"
     make_log(path, 40)
-    taken = checkpoint(path)
+    taken = Checkpoint.parse(str(checkpoint(path)))
+    log = open_log(path)
+    log.append_many([memory(f"after {i}") for i in range(7)])
+    log.close()
     if tamper is not None:
         tamper(path, tmp_path)
-    alone = verify(path, checkpoint=taken, workers=1)
-    assert alone == verify(path, checkpoint=taken, workers=3)
+    whole = verify(path, checkpoint=taken)
+    monkeypatch.setattr(audit, "BATCH", 6)
+    assert whole == verify(path, checkpoint=taken)
 
 
-@pytest.mark.parametrize("failure", ["cannot start", "dies"])
-def test_failed_worker_is_replaced_by_walking_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, failure: str
-) -> None:
-    """A worker that cannot start, or ends without a result, costs time, not correctness."""
-    path = tmp_path / "log.db"
-    make_log(path, 40)
-    expected = verify(path, workers=1)
-    if failure == "cannot start":
-        monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
-    else:
-        monkeypatch.setattr(audit, "_WORKER_CODE", "raise SystemExit(3)")
-    caplog.clear()
-    assert expected == verify(path, workers=2)
-    assert "verify_worker_failed" in [record.msg for record in caplog.records]
+def test_problem_values_are_the_ones_reports_have_always_shown() -> None:
+    """One enum names every problem, for eventlog's walk and replay's verify alike."""
+    assert eventlog.Problem is AuditProblem
+    assert [
+        "row_missing",
+        "rows_reordered",
+        "undecodable",
+        "content_mismatch",
+        "chain_broken",
+        "other_log",
+        "tail_cut",
+        "history_rewritten",
+    ] == [problem.value for problem in AuditProblem]
 
 
 def test_progress_is_reported_up_to_the_total(tmp_path: Path) -> None:
@@ -319,7 +329,7 @@ def test_verify_opens_read_only_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_verify_errors_for_bad_arguments(tmp_path: Path) -> None:
-    """No file, a wrong type, a bad worker count or progress are refused clearly."""
+    """No file, a wrong type, or a bad checkpoint or progress are refused clearly."""
     path = tmp_path / "log.db"
     make_log(path)
     with pytest.raises(StorageError):
@@ -328,7 +338,5 @@ def test_verify_errors_for_bad_arguments(tmp_path: Path) -> None:
         verify(3)  # type: ignore[arg-type]
     with pytest.raises(InvalidTypeError):
         verify(path, checkpoint="factledger/x\n0\n")  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError):
-        verify(path, workers=0)
     with pytest.raises(InvalidTypeError):
         verify(path, progress=5)  # type: ignore[arg-type]
