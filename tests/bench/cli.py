@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.bench import audit, concurrency, machine, memory, reads, writes
+from tests.bench import agent_tools, audit, concurrency, machine, memory, reads, writes
 from tests.bench.context import Context
 from tests.bench.quiet import silence_logs
 from tests.bench.results import Result, failed, markdown, table, write_json
@@ -51,6 +51,16 @@ GROUPS = (
         reads.subscribe,
     ),
     Group("relevant", ("get_relevant.p50", "load_persistent_memory.p50"), reads.relevant),
+    Group(
+        "agent_tools",
+        (
+            "mcp.publish.p50.in_process",
+            "mcp.recall.p50.in_process",
+            "mcp.publish.p50.stdio",
+            "mcp.recall.p50.stdio",
+        ),
+        agent_tools.agent_tools,
+    ),
     Group("concurrent", ("concurrent.throughput", "concurrent.lost"), concurrency.concurrent),
     Group(
         "audit",
