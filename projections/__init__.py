@@ -11,12 +11,22 @@ from projections.agent_reads import (
     read_history,
     recall,
 )
+from projections.cache import CacheProjection, open_read_model
 from projections.entries import Fact, MemoryEntry
-from projections.errors import LegacyImportError
+from projections.errors import CacheRefusedError, LegacyImportError, SyncTimeoutError
 from projections.kb import CrossTaskKB, PublishCounter, get_global_counter
 from projections.knowledge import Identity, KnowledgeProjector, fact_identity, matching_positions
 from projections.legacy import LegacyFile, legacy_events
-from projections.projector import Projection, Projector, TableWriter, batches, fold
+from projections.projector import (
+    ModelSnapshot,
+    ProjectedTransaction,
+    Projection,
+    Projector,
+    ReadModel,
+    TableWriter,
+    batches,
+    fold,
+)
 from projections.prompt import Recall, load_persistent_memory, recall_memory, render
 from projections.reads import Readable, Reader, Row
 from projections.redaction import redact_value
@@ -47,6 +57,8 @@ __all__ = [
     "AgentFacts",
     "AgentIdentity",
     "CrossTaskKB",
+    "CacheProjection",
+    "CacheRefusedError",
     "Fact",
     "Identity",
     "KnowledgeProjector",
@@ -57,9 +69,12 @@ __all__ = [
     "MemoryType",
     "MemoryView",
     "Projection",
+    "ModelSnapshot",
+    "ProjectedTransaction",
     "Projector",
     "PublishCounter",
     "Readable",
+    "ReadModel",
     "Reader",
     "Recall",
     "Row",
@@ -67,6 +82,7 @@ __all__ = [
     "Scope",
     "ScratchDatabase",
     "TableWriter",
+    "SyncTimeoutError",
     "active_trust_policy",
     "batches",
     "check_key",
@@ -82,6 +98,7 @@ __all__ = [
     "matching_positions",
     "open_view",
     "policy_for",
+    "open_read_model",
     "read_facts",
     "read_history",
     "read_model_at_head",

@@ -7,3 +7,18 @@ from eventlog.errors import FactledgerError
 
 class LegacyImportError(FactledgerError, ValueError):
     """A legacy row cannot be imported as it is; nothing was imported."""
+
+
+class CacheRefusedError(FactledgerError):
+    """A host's read-model cache does not match the log it was opened with: it folds another
+    log, is ahead of the log, or holds a chain value the log does not. The cache is kept as
+    it is (it may hold evidence of history the log lost); move it aside to rebuild it."""
+
+    def __init__(self, message: str, *, path: str, position: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.position = position
+
+
+class SyncTimeoutError(FactledgerError, TimeoutError):
+    """The log did not reach the position a `sync` waited for within its timeout."""

@@ -6,32 +6,47 @@ position and chain hash each projector has applied. On open, a projector that is
 catches up; one whose version changed, or whose checkpoint no longer matches the log, is
 dropped and rebuilt from the log.
 
-The tables live in the log's own SQLite file (`sql.in_log_file`), so the append, the
-projectors' rows and their checkpoints commit as one transaction. A log held elsewhere would
-pair with a local cache database instead: the append commits in the log, then the cache folds
-it and advances its checkpoints; a crash in between leaves the cache behind, and the same
-catch-up repairs it.
+`Projection` keeps the tables in the log's own SQLite file (`sql.in_log_file`), so the
+append, the projectors' rows and their checkpoints commit as one transaction. A log held
+elsewhere pairs with a local cache database instead (`projections.cache.CacheProjection`):
+the append commits in the log, then the cache folds it and advances its checkpoints; a crash
+in between leaves the cache behind, and the same catch-up repairs it. Both keep the
+`ReadModel` surface the store, its views and the prompt builder use.
 """
 
 from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 from typing import Any, Protocol
 
-from eventlog import CorruptLogError, EventLog, Head, LogTransaction, NewEvent, RecordedEvent
+from eventlog import (
+    CorruptLogError,
+    EventLog,
+    Head,
+    InvalidInputError,
+    LogTransaction,
+    NewEvent,
+    ReadSnapshot,
+    RecordedEvent,
+)
 from eventlog.chain import genesis
+from eventlog.checks import check_finite, check_position
 from eventlog.logs import get_logger
 from projections import sql
+from projections.errors import SyncTimeoutError
 from projections.reads import Readable
 from projections.tables import table_chunks
 
 log = get_logger("factledger.projections")
 
 FOLD_BATCH = 2000
+SYNC_POLL_S = (0.001, 0.02)
+"""A waiting `sync` checks the log after the first of these, doubling up to the second."""
 
 
 class TableWriter(Protocol):
@@ -86,6 +101,143 @@ def batches(
         yield batch
 
 
+def advance(
+    writer: TableWriter, projectors: Sequence[Projector], records: Sequence[RecordedEvent]
+) -> None:
+    """Fold `records` (the next events after every projector's checkpoint) into every
+    projector and advance each checkpoint to the last of them, through `writer`."""
+    for projector in projectors:
+        projector.apply(writer, records)
+    # One single-row update per projector: SQLite runs `name IN (...)` several times slower.
+    last = records[-1]
+    writer.executemany(
+        sql.CHECKPOINT_ADVANCE, [(last.position, last.chain_hash, p.name) for p in projectors]
+    )
+
+
+def recreate(writer: TableWriter, projector: Projector) -> None:
+    """Drop a projector's tables and create them empty."""
+    for table in projector.tables:
+        writer.execute(sql.TABLE_DROP.format(table=table))
+    projector.create(writer)
+
+
+def copy_tables(writer: TableWriter, source: Readable, projectors: Sequence[Projector]) -> None:
+    """Recreate every projector's tables in `writer` holding `source`'s rows."""
+    for projector in projectors:
+        recreate(writer, projector)
+        for table in projector.tables:
+            for chunk in table_chunks(source, table):
+                marks = ", ".join("?" * len(chunk[0]))
+                writer.executemany(sql.TABLE_INSERT.format(table=table, marks=marks), chunk)
+
+
+def checkpoints_at(db: Readable, projectors: Sequence[Projector], head: Head) -> bool:
+    """Whether every projector's checkpoint in `db` is `head` at its code's version."""
+    if not db.execute(sql.CHECKPOINT_TABLE_EXISTS):
+        return False
+    for projector in projectors:
+        row = db.execute(sql.CHECKPOINT_GET, (projector.name,))
+        if not row or tuple(row[0]) != (projector.version, head.position, head.chain_hash):
+            return False
+    return True
+
+
+def reset_checkpoints(writer: TableWriter, projectors: Sequence[Projector], head: Head) -> None:
+    """Record every projector as folded up to `head` at its code's version."""
+    writer.execute(sql.CHECKPOINT_DDL)
+    for projector in projectors:
+        writer.execute(
+            sql.CHECKPOINT_PUT, (projector.name, projector.version, head.position, head.chain_hash)
+        )
+
+
+def await_position(
+    reach: Callable[[], int], min_position: int | None, timeout: float, *, head: Callable[[], int]
+) -> int:
+    """Call `reach` (which returns the position the read model is at) until it returns at
+    least `min_position` (default: `head()` now); return that position. Raise
+    `SyncTimeoutError` after `timeout` seconds."""
+    wait = check_finite("timeout", timeout)
+    if wait < 0:
+        raise InvalidInputError(f"timeout must not be negative, got {timeout!r}")
+    target = head() if min_position is None else check_position("min_position", min_position)
+    deadline = time.monotonic() + wait
+    delay, longest = SYNC_POLL_S
+    while (reached := reach()) < target:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise SyncTimeoutError(
+                f"the log did not reach position {target} within {wait:g}s "
+                f"(the read model is at {reached})"
+            )
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, longest)
+    return reached
+
+
+class ModelSnapshot(Protocol):
+    """A consistent read of the read model, and the log position it shows."""
+
+    def head(self) -> Head: ...
+
+    def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]: ...
+
+
+class ProjectedTransaction(Protocol):
+    """What a store writes through: appends folded into the read model, and read-model
+    queries beside them (`FileTransaction` in one file, `CacheTransaction` with a cache)."""
+
+    def append(self, events: Sequence[NewEvent]) -> list[RecordedEvent]: ...
+
+    def head_position(self) -> int: ...
+
+    def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]: ...
+
+
+class ReadModel(Protocol):
+    """Projectors kept folded up to a log's head: in the log's own file (`Projection`), or in
+    a host's cache beside a log held elsewhere (`projections.cache.CacheProjection`)."""
+
+    @property
+    def projectors(self) -> tuple[Projector, ...]: ...
+
+    @property
+    def database(self) -> sql.Database: ...
+
+    def open(self) -> None: ...
+
+    def current_at(self, head: Head) -> bool: ...
+
+    def snapshot(self) -> AbstractContextManager[ModelSnapshot]: ...
+
+    def transaction(self) -> AbstractContextManager[ProjectedTransaction]: ...
+
+    def sync(self, min_position: int | None = None, timeout: float = 5.0) -> int: ...
+
+    def replace(self, source: Readable, folded: Head) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class _FileSnapshot:
+    """The read model in the log's file, inside one read of the log."""
+
+    __slots__ = ("_db", "_log")
+
+    def __init__(self, log_snapshot: ReadSnapshot, db: sql.Database) -> None:
+        self._log = log_snapshot
+        self._db = db
+
+    def head(self) -> Head:
+        """The log's head in this read: the read model shows it once it is current."""
+        return self._log.head()
+
+    def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Query the read model in this read."""
+        return self._db.execute(statement, params)
+
+
 class Projection:
     """Keeps a fixed set of projectors folded up to the head of one log."""
 
@@ -107,10 +259,24 @@ class Projection:
         return self._db
 
     @contextmanager
-    def snapshot(self) -> Iterator[sql.Database]:
+    def snapshot(self) -> Iterator[ModelSnapshot]:
         """A consistent read of the read model, inside one read of the log."""
-        with self._log.snapshot():
-            yield self._db
+        with self._log.snapshot() as snap:
+            yield _FileSnapshot(snap, self._db)
+
+    def sync(self, min_position: int | None = None, timeout: float = 5.0) -> int:
+        """Wait until the log reaches `min_position` (default: its head now) and return its
+        head. In the log's own file every append is folded as it commits, so nothing waits
+        for a fold; only for other writers' appends."""
+        return await_position(
+            lambda: self._log.head().position,
+            min_position,
+            timeout,
+            head=lambda: self._log.head().position,
+        )
+
+    def close(self) -> None:
+        """Nothing to free: the read model lives on the log's own connection."""
 
     def is_current(self) -> bool:
         """Whether every projector exists at its code's version and at the log's head."""
@@ -124,13 +290,7 @@ class Projection:
     def current_at(self, head: Head) -> bool:
         """Whether every projector's checkpoint is `head` at its code's version; ask inside
         a `snapshot()` of the log that `head` was read from."""
-        if not self._db.execute(sql.CHECKPOINT_TABLE_EXISTS):
-            return False
-        for projector in self._projectors:
-            row = self._db.execute(sql.CHECKPOINT_GET, (projector.name,))
-            if not row or tuple(row[0]) != (projector.version, head.position, head.chain_hash):
-                return False
-        return True
+        return checkpoints_at(self._db, self._projectors, head)
 
     def open(self) -> None:
         """Create, rebuild or catch up projectors as needed so they match the log's head."""
@@ -205,34 +365,20 @@ class Projection:
                     "model was being refolded; nothing was replaced",
                     position=folded.position,
                 )
-            for projector in self._projectors:
-                self._recreate(projector)
-                for table in projector.tables:
-                    for chunk in table_chunks(source, table):
-                        marks = ", ".join("?" * len(chunk[0]))
-                        self._db.executemany(
-                            sql.TABLE_INSERT.format(table=table, marks=marks), chunk
-                        )
+            copy_tables(self._db, source, self._projectors)
             for batch in batches(tx.read(after=folded.position)):
                 for projector in self._projectors:
                     projector.apply(self._db, batch)
             head = tx.head()
-            self._db.execute(sql.CHECKPOINT_DDL)
-            for projector in self._projectors:
-                self._db.execute(
-                    sql.CHECKPOINT_PUT,
-                    (projector.name, projector.version, head.position, head.chain_hash),
-                )
+            reset_checkpoints(self._db, self._projectors, head)
         self._known = head.position
         return head.position
 
     def _recreate(self, projector: Projector) -> None:
         """Drop a projector's tables and create them empty."""
-        for table in projector.tables:
-            self._db.execute(sql.TABLE_DROP.format(table=table))
-        projector.create(self._db)
+        recreate(self._db, projector)
 
-    def transaction(self) -> AbstractContextManager[ProjectedTransaction]:
+    def transaction(self) -> AbstractContextManager[FileTransaction]:
         """A write transaction whose appends are folded by every projector before commit."""
         return _ProjectedScope(self)
 
@@ -245,14 +391,8 @@ class Projection:
         new = [r for r in records if r.position > before]
         if not new:
             return records, before
-        for projector in self._projectors:
-            projector.apply(self._db, new)
-        # One single-row update per projector: SQLite runs `name IN (...)` several times slower.
-        last = new[-1]
-        self._db.executemany(
-            sql.CHECKPOINT_ADVANCE, [(last.position, last.chain_hash, name) for name in self._names]
-        )
-        return records, last.position
+        advance(self._db, self._projectors, new)
+        return records, new[-1].position
 
     def _ensure_current(self, tx: LogTransaction) -> int:
         head = tx.head().position
@@ -270,8 +410,8 @@ class _ProjectedScope:
         self._projection = projection
         self._scope = projection._log.transaction()
 
-    def __enter__(self) -> ProjectedTransaction:
-        self._projected = ProjectedTransaction(self._projection, self._scope.__enter__())
+    def __enter__(self) -> FileTransaction:
+        self._projected = FileTransaction(self._projection, self._scope.__enter__())
         return self._projected
 
     def __exit__(
@@ -292,7 +432,7 @@ class _ProjectedScope:
         self._projection._known = head
 
 
-class ProjectedTransaction:
+class FileTransaction:
     """Appends that are projected inline, and read-model queries, in one write transaction."""
 
     def __init__(self, projection: Projection, tx: LogTransaction) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,8 +44,20 @@ TABLE_DROP = "DROP TABLE IF EXISTS {table}"
 CHECKPOINT_ADVANCE = (
     "UPDATE fl_projector_checkpoint SET position = ?, chain_hash = ? WHERE name = ?"
 )
+CHECKPOINT_ROWS = "SELECT name, version, position, chain_hash FROM fl_projector_checkpoint"
 
-# -- knowledge: memory entries, tags, facts, quarantine -----------------------------------
+# -- a host's cache of a log held elsewhere -------------------------------------------------
+
+CACHE_META_TABLE = "fl_cache_meta"
+CACHE_META_DDL = """CREATE TABLE IF NOT EXISTS fl_cache_meta (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+)"""
+CACHE_META_GET = "SELECT value FROM fl_cache_meta WHERE name = ?"
+CACHE_META_PUT = "INSERT INTO fl_cache_meta (name, value) VALUES (?, ?)"
+CACHE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+
+# -- knowledge: memory entries, tags, facts, quarantine, operators ------------------------
 
 KNOWLEDGE_TABLES = (
     "fl_memory",
@@ -483,6 +496,91 @@ class ScratchDatabase(Database):
         self.execute("BEGIN")
         try:
             yield self
+CACHE_BUSY_TIMEOUT_S = 30.0
+"""How long a process waits for another one folding into the same cache file."""
+
+
+class CacheDatabase(Database):
+    """A host's read model of a log held elsewhere: a SQLite file of its own (or memory).
+
+    Several processes may share the file. Writes take SQLite's write lock (`BEGIN
+    IMMEDIATE`, waiting up to `CACHE_BUSY_TIMEOUT_S`), so folds are serialized; a read sees
+    one committed state. `lock` serializes the threads sharing this handle. The file is not
+    synced on every commit (`synchronous=NORMAL`): losing the last commits to a power cut
+    leaves the cache behind, which catch-up repairs.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        where = "in-memory cache" if self.path == ":memory:" else f"cache {self.path}"
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot open {where}: {exc.strerror or exc}") from None
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=CACHE_BUSY_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise translate(exc, "open", where) from None
+        super().__init__(conn, where, owned=True)
+        self.lock = threading.RLock()
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise translate(exc, "configure", where) from None
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a read or write transaction is open on this handle."""
+        return self._conn.in_transaction
+
+    @contextmanager
+    def write(self) -> Iterator[CacheDatabase]:
+        """One write transaction, holding the cache's write lock: it commits on a clean exit
+        and rolls back on any exception."""
+        with self.lock:
+            self._run("BEGIN IMMEDIATE", "lock")
+            try:
+                yield self
+            except BaseException:
+                self._conn.rollback()
+                raise
+            self._run("COMMIT", "commit to")
+
+    @contextmanager
+    def read(self) -> Iterator[CacheDatabase]:
+        """One read transaction: every query inside sees the same committed state (the
+        enclosing transaction's, when one is already open on this handle)."""
+        with self.lock:
+            if self._conn.in_transaction:
+                yield self
+                return
+            self._run("BEGIN", "read")
+            try:
+                yield self
+            finally:
+                if self._conn.in_transaction:
+                    self._conn.rollback()
+
+    def _run(self, statement: str, action: str) -> None:
+        try:
+            self._conn.execute(statement)
+        except sqlite3.Error as exc:
+            raise translate(exc, action, self._where) from None
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self.lock:
+            super().close()
+
+
         except BaseException:
             self._conn.rollback()
             raise

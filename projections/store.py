@@ -29,8 +29,9 @@ from eventlog.checks import (
     check_position,
 )
 from projections import sql
+from projections.cache import open_read_model
 from projections.legacy import legacy_events
-from projections.projector import ProjectedTransaction, Projection
+from projections.projector import ModelSnapshot, ProjectedTransaction, Projection
 from projections.validation import check_importance, check_memory_type, check_tags
 from projections.view import MemoryView, default_projectors
 
@@ -52,7 +53,10 @@ SECONDS_PER_DAY = 86400
 class SQLiteMemoryStore(MemoryView):
     """Persistent agent memory on an append-only, hash-chained log.
 
-    The log and the read model share one SQLite file. A `source_adapter` given here is
+    By default the log and the read model share one SQLite file, `db_path`. With `log` (a
+    `postgresql://` DSN, another SQLite file, or an open `EventLog`), `db_path` names this
+    host's read-model cache instead: it tails that log, and an append commits in the log
+    before the cache folds it (`projections.cache`). A `source_adapter` given here is
     stamped on every write through this handle that names none of its own.
     """
 
@@ -60,6 +64,7 @@ class SQLiteMemoryStore(MemoryView):
         self,
         db_path: str | os.PathLike[str],
         *,
+        log: str | os.PathLike[str] | EventLog | None = None,
         source_adapter: str | None = None,
         durability: Durability = "full",
         clock_ns: Callable[[], int] | None = None,
@@ -68,14 +73,24 @@ class SQLiteMemoryStore(MemoryView):
         if clock_ns is not None and not callable(clock_ns):
             raise InvalidTypeError(f"clock_ns must be callable, not {_type_name(clock_ns)}")
         self._clock_ns = clock_ns or time.time_ns
-        self._log = open_log(db_path, durability=durability, clock_ns=self._clock_ns)
+        owned = log is None or isinstance(log, (str, os.PathLike))
+        target = db_path if log is None else log
+        self._log: EventLog
+        if isinstance(target, (str, os.PathLike)):
+            self._log = open_log(target, durability=durability, clock_ns=self._clock_ns)
+        else:
+            self._log = target
+        cache = None if log is None else db_path
+        resources: builtins.list[Any] = [self._log] if owned else []
         try:
-            self._projection = Projection(self._log, default_projectors())
-            super().__init__(self._projection, db_path=db_path, resources=[self._log])
+            self._projection = open_read_model(self._log, default_projectors(), cache=cache)
+            resources.append(self._projection)
+            super().__init__(self._projection, db_path=db_path, resources=resources)
             self._projection.open()
             self._import_legacy()
         except BaseException:
-            self._log.close()
+            for resource in reversed(resources):
+                resource.close()
             raise
 
     # -- plumbing shared with the knowledge base and the prompt builder ------------------
@@ -97,12 +112,27 @@ class SQLiteMemoryStore(MemoryView):
 
     @property
     def read_model(self) -> sql.Database:
-        """The read model's tables, to query inside `event_log.snapshot()` (or a write)."""
+        """The read model's tables, to query inside `snapshot()` (or a write)."""
         return self._projection.database
 
+    def snapshot(self) -> AbstractContextManager[ModelSnapshot]:
+        """A consistent read of the read model, with the log position it shows (`head()`):
+        the log's head in one file; with a log held elsewhere, the position this host's
+        cache reached after catching up on entry."""
+        return self._projection.snapshot()
+
+    def sync(self, min_position: int | None = None, timeout: float = 5.0) -> int:
+        """Fold the log up to at least `min_position` (default: its head now) and return the
+        position the read model is at, waiting up to `timeout` seconds for the log to reach
+        it (then `SyncTimeoutError`). After `sync(min_position=p)` every read through this
+        handle sees position p, whichever host appended it."""
+        return self._projection.sync(min_position, timeout)
+
     def write_transaction(self) -> AbstractContextManager[ProjectedTransaction]:
-        """A write transaction: events appended through it are folded into the read model
-        before it commits, and read-model queries inside it see the log's head."""
+        """A write transaction: events appended through it are folded into the read model,
+        and read-model queries inside it see the log's head. In one file it commits as a
+        whole at the end of the `with`; with a log held elsewhere each `append()` commits in
+        the log at once and is folded before it returns, so the `with` cannot undo it."""
         return self._projection.transaction()
 
     def _append(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
@@ -110,7 +140,10 @@ class SQLiteMemoryStore(MemoryView):
             return tx.append(events)
 
     def _import_legacy(self) -> None:
-        """Import a legacy `memory` table in this file, once: only into an empty log."""
+        """Import a legacy `memory` table in this file, once: only into an empty log kept in
+        this same file."""
+        if not isinstance(self._projection, Projection):
+            return
         with self._log.snapshot() as snap:
             if snap.head().position or not self._projection.database.execute(
                 sql.LEGACY_TABLE_EXISTS

@@ -14,9 +14,19 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from eventlog import EventLog, InvalidTypeError, ReadOnlyStoreError, ReadSnapshot, open_log
+from eventlog import (
+    EventLog,
+    Head,
+    InvalidTypeError,
+    ReadOnlyStoreError,
+    ReadSnapshot,
+    RecordedEvent,
+    SQLiteEventLog,
+    open_log,
+)
 from eventlog.checks import check_position
 from projections import reads, sql
+from projections.cache import open_read_model
 from projections.entries import MemoryEntry
 from projections.knowledge import KnowledgeProjector
 from projections.projector import ProjectedTransaction, Projection, Projector, fold
@@ -220,15 +230,24 @@ def view_at(event_log: EventLog, position: int, *, db_path: str | os.PathLike[st
     return MemoryView(scratch, db_path=db_path, resources=[scratch])
 
 
-def open_view(db_path: str | os.PathLike[str]) -> MemoryView:
+def open_view(
+    db_path: str | os.PathLike[str], *, log: str | os.PathLike[str] | None = None
+) -> MemoryView:
     """The knowledge base in `db_path`, opened read-only: nothing is imported, caught up or
     rebuilt into the file. A read model that is not current with the log is folded in memory
-    instead, up to the head as of opening."""
+    instead, up to the head as of opening.
+
+    With `log` (a log held elsewhere, opened read-only), `db_path` names this host's cache of
+    it instead: each read catches the cache up first (the cache is written, never the log).
+    """
+    if log is not None:
+        return _cached_view(db_path, log)
     event_log = open_log(db_path, read_only=True)
     try:
-        projection = Projection(event_log, default_projectors())
-        if projection.is_current():
-            return MemoryView(projection, db_path=db_path, resources=[event_log])
+        if isinstance(event_log, SQLiteEventLog):
+            projection = Projection(event_log, default_projectors())
+            if projection.is_current():
+                return MemoryView(projection, db_path=db_path, resources=[event_log])
         view = view_at(event_log, event_log.head().position, db_path=db_path)
     except BaseException:
         event_log.close()
@@ -237,18 +256,64 @@ def open_view(db_path: str | os.PathLike[str]) -> MemoryView:
     return view
 
 
+def _cached_view(cache: str | os.PathLike[str], log: str | os.PathLike[str]) -> MemoryView:
+    """A view reading a host's cache of `log`, opened read-only."""
+    event_log = open_log(log, read_only=True)
+    resources: builtins.list[Any] = [event_log]
+    try:
+        model = open_read_model(event_log, default_projectors(), cache=cache)
+        resources.append(model)
+        model.open()
+    except BaseException:
+        for resource in reversed(resources):
+            resource.close()
+        raise
+    return MemoryView(model, db_path=cache, resources=resources)
+
+
 @contextmanager
 def read_model_at_head(
-    event_log: EventLog, projectors: Sequence[Projector]
+    event_log: EventLog,
+    projectors: Sequence[Projector],
+    *,
+    cache: str | os.PathLike[str] | None = None,
 ) -> Iterator[tuple[ReadSnapshot, Readable]]:
-    """One read of the log, with `projectors`' tables at its head: the file's own when they
-    are current, else folded in memory. Writes nothing to the log's file."""
-    projection = Projection(event_log, projectors)
+    """One read of the log, with `projectors`' tables at its head: a host's cache when
+    `cache` names one (caught up first, so the head is the cache's); else the log file's own
+    tables when they are current; else folded in memory. Writes nothing to the log."""
+    if cache is not None:
+        model = open_read_model(event_log, default_projectors(), cache=cache)
+        try:
+            model.open()
+            with model.snapshot() as snap:
+                yield _LogAt(event_log, snap.head()), snap
+        finally:
+            model.close()
+        return
     with event_log.snapshot() as snap:
-        if projection.current_at(snap.head()):
-            yield snap, projection.database
-            return
+        if isinstance(event_log, SQLiteEventLog):
+            projection = Projection(event_log, projectors)
+            if projection.current_at(snap.head()):
+                yield snap, projection.database
+                return
         with sql.ScratchDatabase() as scratch:
             with scratch.bulk():
                 fold(scratch, projectors, snap.read())
             yield snap, scratch
+
+
+class _LogAt:
+    """The log as a read model showed it: its head, and reads that stop there."""
+
+    def __init__(self, event_log: EventLog, head: Head) -> None:
+        self._log = event_log
+        self._head = head
+
+    def head(self) -> Head:
+        """The position the read model shows."""
+        return self._head
+
+    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
+        """Events after `after`, up to `until` and never past the head."""
+        last = self._head.position if until is None else min(until, self._head.position)
+        return self._log.read(after, until=last)

@@ -1,0 +1,415 @@
+"""A host's read model of a log held elsewhere: a local SQLite cache that tails the log.
+
+The log (PostgreSQL, or any `EventLog`) is the truth; each host keeps its read model in a
+SQLite file of its own and folds the log into it by position. Before an event is folded its
+stored bytes are re-linked to the chain (`eventlog.ChainWalker`), from the chain value the
+cache recorded with its checkpoint (the genesis of the log's id for an empty cache): a host
+never folds an event whose chain does not link.
+
+An append commits in the log first; then the cache folds it, before the store's call
+returns (read-your-writes). A crash in between leaves the cache behind, never wrong, and
+the next read or `sync` catches it up. Rows and checkpoints commit in one cache
+transaction under the cache's write lock, so processes sharing the file fold each position
+once, whichever gets there first.
+
+The cache records the id of the log it folds. A cache of another log, one ahead of the log,
+or one whose checkpoint holds a chain value the log does not, is refused
+(`CacheRefusedError`) and left as it is: it may be the only record of history the log lost.
+A deleted cache is rebuilt from the log.
+"""
+
+from __future__ import annotations
+
+import hmac
+import itertools
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+from eventlog import (
+    ChainBreak,
+    ChainWalker,
+    CorruptLogError,
+    EventLog,
+    Head,
+    NewEvent,
+    RecordedEvent,
+    SQLiteEventLog,
+    StorageError,
+    StoredRow,
+    chain_at,
+    decode_record,
+)
+from eventlog.chain import genesis
+from eventlog.logs import get_logger
+from projections import sql
+from projections.errors import CacheRefusedError
+from projections.projector import (
+    ModelSnapshot,
+    Projection,
+    Projector,
+    ReadModel,
+    advance,
+    await_position,
+    batches,
+    checkpoints_at,
+    copy_tables,
+    recreate,
+    reset_checkpoints,
+)
+from projections.reads import Readable
+
+log = get_logger("factledger.projections")
+
+CATCH_UP_CHUNK = 8192
+"""Events folded per cache transaction while catching up; the write lock is let go between
+them, so a long rebuild does not starve other processes sharing the cache."""
+LINK_CHUNK = 1024
+"""Rows re-linked at a time before they are decoded and folded."""
+LOG_ID = "log_id"
+
+
+def open_read_model(
+    event_log: EventLog,
+    projectors: Sequence[Projector],
+    *,
+    cache: str | os.PathLike[str] | None = None,
+) -> ReadModel:
+    """The one place a read model is chosen, not yet opened: a host's cache file when `cache`
+    is given; else the log's own file for a SQLite log; else a cache in memory, folded from
+    the log when opened."""
+    if cache is None and isinstance(event_log, SQLiteEventLog):
+        return Projection(event_log, projectors)
+    database = sql.CacheDatabase(":memory:" if cache is None else cache)
+    return CacheProjection(event_log, database, projectors)
+
+
+class CacheProjection:
+    """Keeps projectors folded, in a host's cache, up to the head of a log held elsewhere.
+
+    Reads catch up before they answer (one head query when the cache is current). An append
+    commits in the log at `append()`, then is folded: see `transaction`.
+    """
+
+    def __init__(
+        self, event_log: EventLog, cache: sql.CacheDatabase, projectors: Sequence[Projector]
+    ) -> None:
+        self._log = event_log
+        self._cache = cache
+        self._projectors = tuple(projectors)
+        self._genesis = Head(position=0, chain_hash=genesis(event_log.log_id).hex())
+        self._known: Head | None = None
+        """The log head this handle last saw the cache reach: reads skip the cache's write
+        lock while the log's head is still this."""
+
+    @property
+    def projectors(self) -> tuple[Projector, ...]:
+        """The projectors this cache keeps current."""
+        return self._projectors
+
+    @property
+    def database(self) -> sql.CacheDatabase:
+        """The cache's tables; query them inside `snapshot()` or `transaction()`."""
+        return self._cache
+
+    def open(self) -> None:
+        """Claim the cache for this log, hold its checkpoints to the log, start over any
+        projector that is new or at another version, and catch up."""
+        with self._cache.write() as db:
+            self._claim(db)
+            db.execute(sql.CHECKPOINT_DDL)
+            rows = db.execute(sql.CHECKPOINT_ROWS)
+            for position, chain_hash in {(row[2], row[3]) for row in rows}:
+                self._check(Head(position=position, chain_hash=chain_hash))
+            if self._state_of(rows) is None:
+                if rows:
+                    log.warning("cache_rebuild", path=self._cache.path, reason="projectors")
+                for projector in self._projectors:
+                    recreate(db, projector)
+                reset_checkpoints(db, self._projectors, self._genesis)
+        self._known = None
+        self.catch_up()
+
+    def current_at(self, head: Head) -> bool:
+        """Whether every projector's checkpoint is `head` at its code's version; ask inside
+        a `snapshot()`."""
+        return checkpoints_at(self._cache, self._projectors, head)
+
+    def catch_up(self) -> Head:
+        """Fold what the log holds past the cache, re-linking its chain as it goes; return
+        where the cache is (at least the log's head as read on entry)."""
+        head = self._log.head()
+        if head == self._known:
+            return head
+        with self._cache.lock:
+            while True:
+                with self._cache.write() as db:
+                    state = self._state(db)
+                    if state.position < head.position:
+                        until = min(head.position, state.position + CATCH_UP_CHUNK)
+                        self._fold(db, state, until)
+                        continue
+                break
+        if state.position == head.position:
+            if not _same_chain(state.chain_hash, head.chain_hash):
+                raise self._diverged(state.position)
+        else:
+            self._check(state)
+        self._known = state
+        return state
+
+    def sync(self, min_position: int | None = None, timeout: float = 5.0) -> int:
+        """Fold up to at least `min_position` (default: the log's head now), waiting up to
+        `timeout` seconds for the log to reach it; return the position the cache is at."""
+        return await_position(
+            lambda: self.catch_up().position,
+            min_position,
+            timeout,
+            head=lambda: self._log.head().position,
+        )
+
+    @contextmanager
+    def snapshot(self) -> Iterator[ModelSnapshot]:
+        """A consistent read of the cache, caught up to the log's head first."""
+        with self._cache.lock:
+            if not self._cache.in_transaction:
+                self.catch_up()
+            with self._cache.read() as db:
+                yield _CacheSnapshot(self, db)
+
+    @contextmanager
+    def transaction(self) -> Iterator[CacheTransaction]:
+        """Appends and read-model queries, this handle's other threads held off meanwhile.
+
+        Unlike a read model in the log's own file, each `append()` is its own transaction of
+        the log and commits there and then: leaving the `with` by an exception does not undo
+        it. Each is folded into the cache before `append()` returns.
+        """
+        with self._cache.lock:
+            tx = CacheTransaction(self)
+            try:
+                yield tx
+            finally:
+                tx.end_read()
+
+    def replace(self, source: Readable, folded: Head) -> int:
+        """Replace the cache's tables with `source`'s (a read model folded from this log up to
+        `folded`) and its checkpoints with `folded`, in one cache transaction; then catch up.
+        Returns the position the cache is at afterwards."""
+        if folded.position:
+            stored = chain_at(self._log, folded.position)
+            if stored is None or not _same_chain(stored, folded.chain_hash):
+                raise CorruptLogError(
+                    f"the log changed at or before position {folded.position} while the read "
+                    "model was being refolded; nothing was replaced",
+                    position=folded.position,
+                )
+        with self._cache.write() as db:
+            self._claim(db)
+            copy_tables(db, source, self._projectors)
+            reset_checkpoints(db, self._projectors, folded)
+        self._known = None
+        return self.catch_up().position
+
+    def close(self) -> None:
+        """Close the cache's connection (the log is its owner's to close)."""
+        self._cache.close()
+
+    # -- folding ---------------------------------------------------------------------------
+
+    def _fold(self, db: sql.CacheDatabase, state: Head, until: int) -> None:
+        """Fold the log's rows after `state` up to `until` into `db`, in its transaction."""
+        folded = 0
+        for batch in batches(self._linked(state, until)):
+            advance(db, self._projectors, batch)
+            folded += len(batch)
+        if not folded:
+            raise CorruptLogError(
+                f"the log's head is past position {state.position}, but it holds no row after it",
+                position=state.position + 1,
+            )
+        log.debug("cache_folded", from_position=state.position, to_position=state.position + folded)
+
+    def _linked(self, state: Head, until: int) -> Iterator[RecordedEvent]:
+        """The log's events after `state` up to `until`, each only once its stored bytes
+        link to the chain from `state`'s chain value."""
+        rows = self._log.scan(after=max(state.position - 1, 0), until=until)
+        start = bytes.fromhex(self._genesis.chain_hash)
+        if state.position:
+            first = next(rows, None)
+            if (
+                first is None
+                or first.position != state.position
+                or not _same_chain(first.chain_hash.hex(), state.chain_hash)
+            ):
+                raise self._diverged(state.position)
+            start = first.chain_hash
+        elif not _same_chain(state.chain_hash, self._genesis.chain_hash):
+            raise self._diverged(0)
+        walker = ChainWalker(start, position=state.position)
+        for chunk in _chunks(rows):
+            try:
+                walker.walk(chunk)
+            except ChainBreak as brk:
+                log.warning(
+                    "cache_fold_refused",
+                    path=self._cache.path,
+                    position=brk.position,
+                    problem=str(brk.problem),
+                )
+                raise
+            for row in chunk:
+                yield decode_record(
+                    row.body, position=row.position, chain_hash=row.chain_hash.hex()
+                )
+
+    # -- the cache against the log -----------------------------------------------------------
+
+    def _claim(self, db: sql.CacheDatabase) -> None:
+        """Record the log this cache folds, or refuse a cache of another log (or a file that
+        is no cache at all, such as a log's own file)."""
+        tables = {row[0] for row in db.execute(sql.CACHE_TABLES)}
+        if tables and sql.CACHE_META_TABLE not in tables:
+            raise CacheRefusedError(
+                f"{self._cache.path} is not a read-model cache: it holds other tables (is it a "
+                "log's own file?); it was left untouched",
+                path=self._cache.path,
+            )
+        db.execute(sql.CACHE_META_DDL)
+        row = db.execute(sql.CACHE_META_GET, (LOG_ID,))
+        if not row:
+            db.execute(sql.CACHE_META_PUT, (LOG_ID, self._log.log_id))
+        elif row[0][0] != self._log.log_id:
+            raise CacheRefusedError(
+                f"the cache {self._cache.path} folds log {row[0][0]}, not log "
+                f"{self._log.log_id}; it was kept as it is",
+                path=self._cache.path,
+            )
+
+    def _check(self, state: Head) -> None:
+        """Refuse a cache checkpoint past the log's head, or holding a chain value the log
+        does not hold at that position."""
+        if not state.position:
+            if not _same_chain(state.chain_hash, self._genesis.chain_hash):
+                raise self._diverged(0)
+            return
+        head = self._log.head()
+        if state.position > head.position:
+            raise CacheRefusedError(
+                f"the cache {self._cache.path} has folded up to position {state.position}, past "
+                f"the log's head {head.position}: the log has lost events this host saw. The "
+                "cache was kept as evidence; move it aside to rebuild it from the log",
+                path=self._cache.path,
+                position=state.position,
+            )
+        stored = chain_at(self._log, state.position)
+        if stored is None or not _same_chain(stored, state.chain_hash):
+            raise self._diverged(state.position)
+
+    def _diverged(self, position: int) -> CacheRefusedError:
+        return CacheRefusedError(
+            f"the cache {self._cache.path} disagrees with the log's chain at position "
+            f"{position}: the log's history differs from what this host folded. The cache was "
+            "kept as evidence; move it aside to rebuild it from the log",
+            path=self._cache.path,
+            position=position,
+        )
+
+    def _state(self, db: Readable) -> Head:
+        """Where the cache is: the one checkpoint every projector shares."""
+        state = self._state_of(db.execute(sql.CHECKPOINT_ROWS))
+        if state is None:
+            raise StorageError(
+                f"the cache {self._cache.path} was reset by a process with other projectors; "
+                "open the store again"
+            )
+        return state
+
+    def _state_of(self, rows: Sequence[tuple[Any, ...]]) -> Head | None:
+        """The checkpoint every projector shares at its code's version, or None."""
+        found = {row[0]: (row[1], row[2], row[3]) for row in rows}
+        if set(found) != {p.name for p in self._projectors} or any(
+            found[p.name][0] != p.version for p in self._projectors
+        ):
+            return None
+        heads = {found[p.name][1:] for p in self._projectors}
+        if len(heads) != 1:
+            return None
+        [(position, chain_hash)] = heads
+        return Head(position=position, chain_hash=chain_hash)
+
+
+class _CacheSnapshot:
+    """One read transaction of the cache, and the position it shows."""
+
+    __slots__ = ("_db", "_head", "_projection")
+
+    def __init__(self, projection: CacheProjection, db: sql.CacheDatabase) -> None:
+        self._projection = projection
+        self._db = db
+        self._head: Head | None = None
+
+    def head(self) -> Head:
+        """The log position (and chain value) this read of the cache shows."""
+        if self._head is None:
+            self._head = self._projection._state(self._db)
+        return self._head
+
+    def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Query the cache in this read."""
+        return self._db.execute(statement, params)
+
+
+class CacheTransaction:
+    """Appends committed in the log one call at a time, and read-model queries between them.
+
+    Queries between two appends read one state of the cache, caught up to the log first.
+    """
+
+    def __init__(self, projection: CacheProjection) -> None:
+        self._projection = projection
+        self._read: AbstractContextManager[sql.CacheDatabase] | None = None
+        self._snapshot: _CacheSnapshot | None = None
+
+    def append(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
+        """Append `events` in one transaction of the log, which commits here (the enclosing
+        `with` cannot undo it), then fold them into the cache before returning."""
+        self.end_read()
+        records = self._projection._log.append_many(events)
+        if records:
+            self._projection.catch_up()
+        return records
+
+    def head_position(self) -> int:
+        """The log position the cache shows to this transaction's queries."""
+        return self._reading().head().position
+
+    def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Query the cache, caught up to the log first."""
+        return self._reading().execute(statement, params)
+
+    def _reading(self) -> _CacheSnapshot:
+        if self._snapshot is None:
+            self._projection.catch_up()
+            read = self._projection.database.read()
+            db = read.__enter__()
+            self._read = read
+            self._snapshot = _CacheSnapshot(self._projection, db)
+        return self._snapshot
+
+    def end_read(self) -> None:
+        """End the read the queries since the last append shared."""
+        read, self._read, self._snapshot = self._read, None, None
+        if read is not None:
+            read.__exit__(None, None, None)
+
+
+def _chunks(rows: Iterator[StoredRow]) -> Iterator[list[StoredRow]]:
+    while chunk := list(itertools.islice(rows, LINK_CHUNK)):
+        yield chunk
+
+
+def _same_chain(first: str, second: str) -> bool:
+    """Constant-time comparison of two hex chain values (anything else differs)."""
+    return hmac.compare_digest(first.encode("utf-8", "replace"), second.encode("utf-8", "replace"))
