@@ -44,6 +44,7 @@ TABLE_DROP = "DROP TABLE IF EXISTS {table}"
 CHECKPOINT_ADVANCE = (
     "UPDATE fl_projector_checkpoint SET position = ?, chain_hash = ? WHERE name = ?"
 )
+
 CHECKPOINT_ROWS = "SELECT name, version, position, chain_hash FROM fl_projector_checkpoint"
 
 # -- a host's cache of a log held elsewhere -------------------------------------------------
@@ -57,7 +58,7 @@ CACHE_META_GET = "SELECT value FROM fl_cache_meta WHERE name = ?"
 CACHE_META_PUT = "INSERT INTO fl_cache_meta (name, value) VALUES (?, ?)"
 CACHE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
 
-# -- knowledge: memory entries, tags, facts, quarantine, operators ------------------------
+# -- knowledge: memory entries, tags, facts, quarantine -----------------------------------
 
 KNOWLEDGE_TABLES = (
     "fl_memory",
@@ -440,62 +441,6 @@ def open_read_only(path: Path) -> Database:
     return Database(conn, where, owned=True)
 
 
-class ScratchDatabase(Database):
-    """A private database to fold a read model into, outside the log's file: in memory (time
-    travel, history) or a temporary file beside the log (a rebuild's shadow). Never durable,
-    and gone once closed."""
-
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path
-        where = f"scratch database {path}" if path else "in-memory scratch database"
-        try:
-            conn = sqlite3.connect(
-                str(path) if path else ":memory:", isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            self._discard()
-            raise translate(exc, "create", where) from None
-        super().__init__(conn, where, owned=True)
-        try:
-            conn.execute("PRAGMA journal_mode=OFF")
-            conn.execute("PRAGMA synchronous=OFF")
-            if path:
-                conn.execute(f"PRAGMA cache_size=-{SCRATCH_CACHE_KIB}")
-        except sqlite3.Error as exc:
-            self.close()
-            raise translate(exc, "configure", where) from None
-        self._sealed = False
-
-    @classmethod
-    def beside(cls, database: Path) -> ScratchDatabase:
-        """A scratch database in a hidden temporary file next to `database` (same disk)."""
-        try:
-            handle, name = tempfile.mkstemp(
-                prefix=f".{database.name}.rebuild-", suffix=".tmp", dir=database.parent
-            )
-        except OSError as exc:
-            raise StorageError(f"cannot create a scratch file beside {database}: {exc}") from None
-        os.close(handle)
-        return cls(Path(name))
-
-    def execute(self, statement: str, params: Sequence[object] = ()) -> list[Row]:
-        """Run one statement; writes are refused once the database is sealed."""
-        if self._sealed and not statement.lstrip().upper().startswith(("SELECT", "WITH")):
-            raise ReadOnlyStoreError("this view is read-only: it shows a past state of the log")
-        return super().execute(statement, params)
-
-    def executemany(self, statement: str, rows: Iterable[Sequence[object]]) -> None:
-        """Run one statement for many rows; refused once the database is sealed."""
-        if self._sealed:
-            raise ReadOnlyStoreError("this view is read-only: it shows a past state of the log")
-        super().executemany(statement, rows)
-
-    @contextmanager
-    def bulk(self) -> Iterator[ScratchDatabase]:
-        """One transaction around many writes (much faster than one per statement)."""
-        self.execute("BEGIN")
-        try:
-            yield self
 CACHE_BUSY_TIMEOUT_S = 30.0
 """How long a process waits for another one folding into the same cache file."""
 
@@ -581,6 +526,62 @@ class CacheDatabase(Database):
             super().close()
 
 
+class ScratchDatabase(Database):
+    """A private database to fold a read model into, outside the log's file: in memory (time
+    travel, history) or a temporary file beside the log (a rebuild's shadow). Never durable,
+    and gone once closed."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        where = f"scratch database {path}" if path else "in-memory scratch database"
+        try:
+            conn = sqlite3.connect(
+                str(path) if path else ":memory:", isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            self._discard()
+            raise translate(exc, "create", where) from None
+        super().__init__(conn, where, owned=True)
+        try:
+            conn.execute("PRAGMA journal_mode=OFF")
+            conn.execute("PRAGMA synchronous=OFF")
+            if path:
+                conn.execute(f"PRAGMA cache_size=-{SCRATCH_CACHE_KIB}")
+        except sqlite3.Error as exc:
+            self.close()
+            raise translate(exc, "configure", where) from None
+        self._sealed = False
+
+    @classmethod
+    def beside(cls, database: Path) -> ScratchDatabase:
+        """A scratch database in a hidden temporary file next to `database` (same disk)."""
+        try:
+            handle, name = tempfile.mkstemp(
+                prefix=f".{database.name}.rebuild-", suffix=".tmp", dir=database.parent
+            )
+        except OSError as exc:
+            raise StorageError(f"cannot create a scratch file beside {database}: {exc}") from None
+        os.close(handle)
+        return cls(Path(name))
+
+    def execute(self, statement: str, params: Sequence[object] = ()) -> list[Row]:
+        """Run one statement; writes are refused once the database is sealed."""
+        if self._sealed and not statement.lstrip().upper().startswith(("SELECT", "WITH")):
+            raise ReadOnlyStoreError("this view is read-only: it shows a past state of the log")
+        return super().execute(statement, params)
+
+    def executemany(self, statement: str, rows: Iterable[Sequence[object]]) -> None:
+        """Run one statement for many rows; refused once the database is sealed."""
+        if self._sealed:
+            raise ReadOnlyStoreError("this view is read-only: it shows a past state of the log")
+        super().executemany(statement, rows)
+
+    @contextmanager
+    def bulk(self) -> Iterator[ScratchDatabase]:
+        """One transaction around many writes (much faster than one per statement)."""
+        self.execute("BEGIN")
+        try:
+            yield self
         except BaseException:
             self._conn.rollback()
             raise
