@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from eventlog.backend import (
     Durability,
@@ -24,6 +25,7 @@ from eventlog.errors import (
     InvalidInputError,
     InvalidTypeError,
     LogBusyError,
+    PermissionDeniedError,
     ReadOnlyStoreError,
     StorageError,
     UnknownEventKindError,
@@ -47,6 +49,9 @@ from eventlog.events import (
 from eventlog.sqlite import SQLiteEventLog
 from eventlog.stored import chain_at
 from eventlog.verify import ChainReport, ChainWalker, Problem, verify_chain
+
+if TYPE_CHECKING:
+    from eventlog.postgres import PostgresEventLog
 
 __all__ = [
     "MAX_CONTENT_BYTES",
@@ -72,6 +77,7 @@ __all__ = [
     "MemoryReweighted",
     "NewEvent",
     "Payload",
+    "PermissionDeniedError",
     "Problem",
     "QuarantineApplied",
     "QuarantineReleased",
@@ -100,11 +106,28 @@ def open_log(
     read_only: bool = False,
     clock_ns: Callable[[], int] = time.time_ns,
     busy_timeout_s: float = 30.0,
-) -> SQLiteEventLog:
-    """Open (or create) the log at `target`: a file path, or `:memory:`.
+) -> SQLiteEventLog | PostgresEventLog:
+    """Open (or create) the log at `target`: a file path, `:memory:`, or a PostgreSQL URI
+    (`postgresql://…`, which needs `pip install 'factledger[postgres]'`).
 
     The one place a backend is chosen; other backends plug in here.
     """
+    if isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):
+        try:
+            from eventlog.postgres import PostgresEventLog
+        except ModuleNotFoundError as exc:
+            if exc.name != "psycopg":
+                raise
+            raise StorageError(
+                "a PostgreSQL log needs psycopg: pip install 'factledger[postgres]'"
+            ) from None
+        return PostgresEventLog(
+            target,
+            durability=durability,
+            read_only=read_only,
+            clock_ns=clock_ns,
+            busy_timeout_s=busy_timeout_s,
+        )
     return SQLiteEventLog(
         target,
         durability=durability,

@@ -32,6 +32,11 @@ class LogBusyError(StorageError):
     """Other writers held the log for longer than the retry budget allows."""
 
 
+class PermissionDeniedError(StorageError):
+    """The database refused this role the action: a privilege it lacks, a change the log's
+    triggers refuse, or an event naming an adapter the role is not bound to."""
+
+
 class CorruptLogError(FactledgerError):
     """A stored row cannot be decoded into an event."""
 

@@ -10,10 +10,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("eventlog", "projections", "replay")
-SQL_HOMES = {"eventlog/sqlite.py", "projections/sql.py"}
-"""The log's SQL lives in its backend; the read model's in one projections module."""
+SQL_HOMES = {
+    "eventlog/sqlite.py",
+    "eventlog/postgres.py",
+    "eventlog/postgres_schema.py",
+    "projections/sql.py",
+}
+"""The log's SQL lives in its backends; the read model's in one projections module."""
 LOWER = {"eventlog": set(), "projections": {"eventlog"}, "replay": {"eventlog", "projections"}}
-EVENTLOG_INTERNALS = {"eventlog.sqlite", "eventlog.rows", "eventlog.drafts"}
+EVENTLOG_INTERNALS = {
+    "eventlog.sqlite",
+    "eventlog.rows",
+    "eventlog.drafts",
+    "eventlog.postgres_schema",
+}
 SQL_TEXT = re.compile(
     r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|WITH)\b"
     r"|\b(FROM|WHERE|VALUES|JOIN)\b.*\?"

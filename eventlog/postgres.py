@@ -1,0 +1,787 @@
+"""The PostgreSQL log backend: one log shared by many hosts, positions in commit order.
+
+An append takes a row lock on the one-row head table (`SELECT … FOR UPDATE`, which a writer
+role may do without the table-wide privileges `LOCK TABLE` needs), reads the head and looks
+up caller-given event ids in separate statements after taking it (under READ COMMITTED a
+statement sees the rows committed before it started), then inserts and commits: two round
+trips (a query of several statements, then a pipeline). Whoever holds the lock commits
+before the next writer is given a position, so positions are dense and in commit order, and a
+reader tailing `read(after=p)` never skips one.
+
+A lost connection is regained for up to `busy_timeout_s`. An append whose commit was in flight
+is resolved by its event ids after reconnecting (every id is indexed, generated or not), so it
+is committed exactly once. The database itself refuses edits, gaps and an agent role's
+events naming another adapter (`eventlog.postgres_schema`); the chain, which it cannot
+compute, is checked by verification. Needs psycopg 3 (`pip install 'factledger[postgres]'`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple, TypeVar
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
+
+from eventlog import chain
+from eventlog import postgres_schema as schema
+from eventlog.backend import Durability, Head, Row, StoredRow
+from eventlog.checks import MAX_CONTENT_BYTES
+from eventlog.codec import decode_record
+from eventlog.drafts import Prepared, check_distinct_ids, prepare, same_event, seal
+from eventlog.errors import (
+    EventIdConflictError,
+    FactledgerError,
+    InvalidInputError,
+    InvalidTypeError,
+    LogBusyError,
+    PermissionDeniedError,
+    StorageError,
+)
+from eventlog.events import NewEvent, RecordedEvent
+from eventlog.logs import get_logger
+from eventlog.postgres_schema import Roles
+from eventlog.rows import decoded_events, stored_rows
+
+log = get_logger("factledger.eventlog")
+T = TypeVar("T")
+Connection = psycopg.Connection[Any]
+
+READ_CHUNK = 1024
+CONNECT_TIMEOUT_S = 10
+
+_SQL_SESSION = (
+    "SELECT set_config('lock_timeout', %s, false),"
+    " set_config('idle_in_transaction_session_timeout', %s, false),"
+    " set_config('synchronous_commit', CASE WHEN %s THEN 'off'"
+    " WHEN current_setting('synchronous_commit') = 'off' THEN 'on'"
+    " ELSE current_setting('synchronous_commit') END, false),"
+    " set_config('default_transaction_read_only', %s, false),"
+    " coalesce(nullif(current_setting('factledger.schema', true), ''), %s)"
+)
+_SQL_SCHEMA = "SELECT coalesce(nullif(current_setting('factledger.schema', true), ''), %s)"
+_SQL_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
+_SQL_COMMIT = "COMMIT"
+_SQL_ROLLBACK = "ROLLBACK"
+
+
+class _Statements(NamedTuple):
+    """The log's statements, rendered for one schema."""
+
+    lock: str = "SELECT 1 FROM {schema}.head FOR UPDATE"
+    head: str = "SELECT position, chain_hash FROM {schema}.head"
+    by_event_ids: str = (
+        "SELECT position, event_id, body, chain_hash FROM {schema}.events WHERE event_id = ANY(%s)"
+    )
+    count_event_ids: str = "SELECT count(*) FROM {schema}.events WHERE event_id = ANY(%s)"
+    insert: str = (
+        "INSERT INTO {schema}.events (position, event_id, body, chain_hash)"
+        " SELECT * FROM unnest(%b::bigint[], %b::text[], %b::bytea[], %b::bytea[])"
+    )
+    read: str = (
+        "SELECT position, event_id, body, chain_hash FROM {schema}.events"
+        " WHERE position > %s AND position <= %s ORDER BY position LIMIT %s"
+    )
+    meta: str = "SELECT value FROM {schema}.meta WHERE name = %s"
+    lock_holder: str = (
+        "SELECT l.pid, a.state, extract(epoch FROM clock_timestamp() - a.state_change)::float8"
+        " FROM {schema}.head h"
+        " JOIN pg_catalog.pg_locks l ON l.locktype = 'transactionid'"
+        " AND l.transactionid = h.xmax AND l.granted"
+        " LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
+        " WHERE l.pid <> pg_backend_pid()"
+    )
+
+    @classmethod
+    def for_schema(cls, name: str) -> _Statements:
+        return cls(*(schema.render(template, name) for template in cls()))
+
+
+_BUSY_STATES = frozenset({"55P03", "40P01", "40001"})
+"""lock_not_available (lock_timeout), deadlock_detected, serialization_failure."""
+_LOST_STATES = frozenset({"57P01", "57P02", "57P03", "25P03"})
+"""The server ended the session: admin or crash shutdown, starting up, idle-in-transaction."""
+_PROBLEMS = {
+    "25006": "{where} was opened read-only",
+    "25P03": "the server ended this session of {where}: it was idle inside a transaction for "
+    "longer than idle_in_transaction_session_timeout",
+    "3D000": "{where}: no such database",
+    "53100": "no space left for {where}",
+    "57014": "{where} canceled the statement",
+    "57P01": "the server of {where} is shutting down",
+    "57P02": "the server of {where} is shutting down",
+    "57P03": "the server of {where} is not accepting connections yet",
+}
+"""What a SQLSTATE says about the database, for the messages of `translate`."""
+
+
+def translate(exc: psycopg.Error, action: str, where: str) -> FactledgerError:
+    """Turn a psycopg error into a factledger error, by SQLSTATE, never by message text.
+
+    Lock timeouts, deadlocks and serialization failures are `LogBusyError`; a missing
+    privilege, a refusal by the log's triggers and failed authentication are
+    `PermissionDeniedError`; everything else is a `StorageError` keeping the server's message.
+    """
+    state = exc.sqlstate or ""
+    text = str(exc).strip()
+    if state in _BUSY_STATES:
+        return LogBusyError(f"cannot {action} {where}: other writers held it too long ({text})")
+    if state == "42501" or state.startswith("28"):
+        return PermissionDeniedError(f"cannot {action} {where}: {text}")
+    problem = _PROBLEMS.get(state)
+    if problem is not None:
+        return StorageError(f"cannot {action}: {problem.format(where=where)} ({text})")
+    return StorageError(f"cannot {action} ({where}): {text}")
+
+
+def lost(exc: psycopg.Error, conn: Connection | None) -> bool:
+    """Whether `exc` means the connection is gone (the work may be done again on a new one)."""
+    state = exc.sqlstate or ""
+    return (
+        conn is None
+        or conn.closed
+        or conn.broken
+        or state.startswith("08")
+        or state in _LOST_STATES
+    )
+
+
+def _may_connect_later(exc: psycopg.Error) -> bool:
+    """Whether a failed connection attempt is worth repeating (the server is away or busy)."""
+    state = exc.sqlstate or ""
+    return not state or state.startswith("08") or state in {"57P01", "57P02", "57P03", "53300"}
+
+
+class PostgresEventLog:
+    """An event log in a PostgreSQL schema, shared by every process and host that reaches it.
+
+    One connection per handle, used by one thread at a time. `busy_timeout_s` bounds both the
+    wait for the head lock (PostgreSQL's `lock_timeout`) and the time spent regaining a lost
+    connection; a session idle inside a transaction for `idle_timeout_s` is ended by the
+    server (`idle_in_transaction_session_timeout`), releasing the lock it held. The schema is
+    `factledger` unless the DSN sets another (`?options=-c%20factledger.schema%3Dname`).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        durability: Durability = "full",
+        read_only: bool = False,
+        clock_ns: Callable[[], int] = time.time_ns,
+        busy_timeout_s: float = 30.0,
+        idle_timeout_s: float = 20.0,
+        max_content_bytes: int = MAX_CONTENT_BYTES,
+    ) -> None:
+        if durability not in ("full", "fast"):
+            raise InvalidInputError(f"durability must be 'full' or 'fast', got {durability!r}")
+        if not isinstance(dsn, str):
+            raise InvalidTypeError(f"dsn must be str, not {type(dsn).__name__}")
+        try:
+            params = conninfo_to_dict(dsn)
+        except psycopg.Error:
+            raise InvalidInputError("dsn is not a valid PostgreSQL connection string") from None
+        self._dsn = dsn
+        self._options: dict[str, Any] = {
+            key: value
+            for key, value in (
+                ("connect_timeout", CONNECT_TIMEOUT_S),
+                ("application_name", "factledger"),
+            )
+            if key not in params
+        }
+        self._durability: Durability = durability
+        self._read_only = read_only
+        self._clock_ns = clock_ns
+        self._busy_timeout_s = busy_timeout_s
+        self._idle_timeout_s = idle_timeout_s
+        self._max_content_bytes = max_content_bytes
+        self._where = f"PostgreSQL database {params.get('dbname') or params.get('user') or ''}"
+        self._schema = ""
+        self._sql = _Statements()
+        self._lock = threading.RLock()
+        self._tx: _Transaction | None = None
+        self._conn: Connection | None = self._first_connection()
+        try:
+            self._log_id = self._ensure_schema()
+        except BaseException:
+            self.close()
+            raise
+        self._genesis = chain.genesis(self._log_id)
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _connect(self) -> Connection:
+        """A new session, configured: timeouts, durability, read-only, and the schema."""
+        conn = psycopg.connect(self._dsn, autocommit=True, **self._options)
+        try:
+            row = conn.execute(
+                _SQL_SESSION,
+                (
+                    f"{max(1, round(self._busy_timeout_s * 1000))}ms",
+                    f"{max(1, round(self._idle_timeout_s * 1000))}ms",
+                    self._durability == "fast",
+                    "on" if self._read_only else "off",
+                    schema.DEFAULT_SCHEMA,
+                ),
+            ).fetchone()
+            name = schema.check_name("schema", row[-1] if row else None)
+        except BaseException:
+            conn.close()
+            raise
+        if not self._schema:
+            self._schema = name
+            self._sql = _Statements.for_schema(name)
+            info = conn.info
+            self._where = f"PostgreSQL log {name} in database {info.dbname} at {info.host}"
+        elif name != self._schema:
+            conn.close()
+            raise StorageError(f"{self._where}: the schema changed to {name} on reconnecting")
+        return conn
+
+    def _first_connection(self) -> Connection:
+        """Connect at open: waits only while the server says it is starting up."""
+        deadline = time.monotonic() + self._busy_timeout_s
+        while True:
+            try:
+                return self._connect()
+            except psycopg.Error as exc:
+                if exc.sqlstate != "57P03" or time.monotonic() >= deadline:
+                    raise translate(exc, "open", self._where) from None
+            time.sleep(0.1)
+
+    def _live(self) -> Connection:
+        """This handle's connection, regained (for up to `busy_timeout_s`) if it was lost."""
+        conn = self._conn
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn
+        self._discard()
+        deadline = time.monotonic() + self._busy_timeout_s
+        delay = 0.05
+        while True:
+            try:
+                self._conn = self._connect()
+            except psycopg.Error as exc:
+                if not _may_connect_later(exc) or time.monotonic() >= deadline:
+                    raise translate(exc, "reconnect to", self._where) from None
+                time.sleep(delay * random.uniform(0.5, 1.5))
+                delay = min(delay * 2, 1.0)
+                continue
+            log.info("log_reconnected", where=self._where)
+            return self._conn
+
+    def _discard(self) -> None:
+        """Forget a connection that failed; the next use opens a new one."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _run(self, work: Callable[[Connection, int], T], action: str, *, unsettled: str = "") -> T:
+        """Run `work(connection, attempt)`, again on a new connection when one is lost, for
+        up to `busy_timeout_s`. `work` must be safe to repeat; `unsettled` says what a caller
+        must know when it cannot be (an append that may have committed)."""
+        deadline = time.monotonic() + self._busy_timeout_s
+        for attempt in itertools.count():
+            try:
+                conn = self._live()
+            except FactledgerError as exc:
+                if attempt == 0:
+                    raise
+                raise StorageError(f"cannot {action} {self._where}: {exc}{unsettled}") from None
+            try:
+                return work(conn, attempt)
+            except psycopg.Error as exc:
+                if not lost(exc, conn):
+                    raise translate(exc, action, self._where) from None
+                if time.monotonic() >= deadline:
+                    raise StorageError(
+                        f"cannot {action} {self._where}: the connection was lost for more than "
+                        f"{self._busy_timeout_s:g}s ({exc}){unsettled}"
+                    ) from None
+                log.warning("log_connection_lost", action=action, where=self._where)
+                self._discard()
+        raise AssertionError("unreachable")
+
+    def _ensure_schema(self) -> str:
+        conn = self._live()
+        try:
+            if not schema.has_log(conn, self._schema):
+                if self._read_only:
+                    raise StorageError(f"{self._where} holds no factledger log")
+                log_id = str(uuid.uuid4())
+                with conn.transaction():
+                    schema.create(conn, self._schema, log_id, chain.genesis(log_id))
+            meta = {
+                name: row[0] if row else None
+                for name in ("log_id", "format")
+                for row in [conn.execute(self._sql.meta, (name,)).fetchone()]
+            }
+        except psycopg.Error as exc:
+            raise translate(exc, "open", self._where) from None
+        if meta["format"] != schema.LOG_FORMAT or meta["log_id"] is None:
+            raise StorageError(
+                f"{self._where} holds a log of format {meta['format']!r}; "
+                f"this version reads {schema.LOG_FORMAT!r}"
+            )
+        return str(meta["log_id"])
+
+    # -- properties ----------------------------------------------------------------------
+
+    @property
+    def log_id(self) -> str:
+        """The id this log was created with; the chain's genesis is derived from it."""
+        return self._log_id
+
+    @property
+    def durability(self) -> Durability:
+        """`full` (a commit is flushed before it is acknowledged) or `fast`
+        (`synchronous_commit=off`: a server crash may lose the last acknowledged commits)."""
+        return self._durability
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this handle refuses every write (and its sessions are read-only)."""
+        return self._read_only
+
+    @property
+    def schema(self) -> str:
+        """The PostgreSQL schema holding the log."""
+        return self._schema
+
+    @property
+    def genesis(self) -> bytes:
+        """The chain value before the first event."""
+        return self._genesis
+
+    # -- transactions --------------------------------------------------------------------
+
+    def transaction(self) -> AbstractContextManager[_Transaction]:
+        """A write transaction: its appends commit together, or none does. If the connection
+        is lost while it commits, the outcome is settled by event id after reconnecting."""
+        return _WriteScope(self)
+
+    def snapshot(self) -> AbstractContextManager[_Snapshot | _Transaction]:
+        """A consistent read: the head when first asked, and the rows up to it."""
+        return _ReadScope(self)
+
+    def _prepare(self, events: Sequence[NewEvent]) -> list[Prepared]:
+        if self._read_only:
+            raise StorageError(f"cannot write: {self._where} was opened read-only")
+        prepared = [
+            prepare(event, clock_ns=self._clock_ns, max_content_bytes=self._max_content_bytes)
+            for event in events
+        ]
+        check_distinct_ids(prepared)
+        return prepared
+
+    def _busy(self, conn: Connection) -> LogBusyError:
+        """The error for a head lock not taken within `lock_timeout`, naming who holds it."""
+        holder = ""
+        try:
+            row = conn.execute(self._sql.lock_holder).fetchone()
+        except psycopg.Error:
+            row = None
+        if row is not None:
+            pid, state, seconds = row
+            holder = f" (server process {pid}"
+            holder += f", {state} for {seconds:.1f}s)" if state else ")"
+        log.warning("log_busy", where=self._where, holder=row[0] if row else None)
+        return LogBusyError(
+            f"cannot append to {self._where}: another writer held the log's head lock for "
+            f"more than {self._busy_timeout_s:g}s (lock_timeout){holder}; the server ends a "
+            "session idle inside its transaction after its idle_in_transaction_session_timeout"
+        )
+
+    # -- convenience ---------------------------------------------------------------------
+
+    def append(self, event: NewEvent) -> RecordedEvent:
+        """Append one event in its own transaction and return it as recorded."""
+        return self.append_many([event])[0]
+
+    def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
+        """Append events in one transaction: all of them or none, committed exactly once
+        even when the connection is lost while it commits."""
+        prepared = self._prepare(events)
+        with self._lock:
+            if self._tx is not None:
+                raise FactledgerError("a transaction is already open on this log handle")
+
+            def write(conn: Connection, attempt: int) -> list[RecordedEvent]:
+                tx = _Transaction(self, conn)
+                try:
+                    records = tx.append_prepared(prepared, resolving=attempt > 0)
+                    tx.commit()
+                except BaseException:
+                    tx.abandon()
+                    raise
+                return records
+
+            return self._run(
+                write,
+                "append to",
+                unsettled="; the append may have committed: look its events up by event_id",
+            )
+
+    def head(self) -> Head:
+        """The last position and its chain value."""
+        with self._lock:
+            if self._tx is not None:
+                return self._tx.head()
+            position, chain_value = self._run(self._read_head, "read the head of")
+        return Head(position=position, chain_hash=chain_value.hex())
+
+    def _read_head(self, conn: Connection, attempt: int = 0) -> tuple[int, bytes]:
+        row = conn.execute(self._sql.head).fetchone()
+        if row is None:
+            raise StorageError(f"{self._where} has lost its head row")
+        return int(row[0]), bytes(row[1])
+
+    def read(
+        self, after: int = 0, limit: int | None = None, *, until: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        """Events after position `after` (up to `until`, at most `limit`), in position order."""
+        last = until if until is not None else self.head().position
+        events = decoded_events(self._fetcher(last), after, last)
+        return events if limit is None else itertools.islice(events, limit)
+
+    def scan(self, after: int = 0, until: int | None = None) -> Iterator[StoredRow]:
+        """Stored rows after `after` up to `until` (default: the head when the scan began),
+        a chunk at a time, holding the handle only while a chunk is fetched."""
+        last = until if until is not None else self.head().position
+        return stored_rows(self._fetcher(last), after, last)
+
+    def _fetcher(self, last: int) -> Callable[[int], list[Row]]:
+        def fetch(start: int) -> list[Row]:
+            with self._lock:
+                tx = self._tx
+                if tx is not None:
+                    return tx.guard(lambda: tx.fetch(start, last), "read")
+                return self._run(
+                    lambda conn, _: conn.execute(
+                        self._sql.read, (start, last, READ_CHUNK)
+                    ).fetchall(),
+                    "read",
+                )
+
+        return fetch
+
+    def close(self) -> None:
+        """Close the connection. The handle must not be used afterwards."""
+        with self._lock:
+            self._discard()
+
+
+class _WriteScope:
+    """One write transaction on a log handle, holding the handle's lock throughout."""
+
+    __slots__ = ("_owner", "_tx")
+
+    def __init__(self, owner: PostgresEventLog) -> None:
+        self._owner = owner
+        self._tx: _Transaction | None = None
+
+    def __enter__(self) -> _Transaction:
+        owner = self._owner
+        if owner._read_only:
+            raise StorageError(f"cannot write: {owner._where} was opened read-only")
+        owner._lock.acquire()
+        try:
+            if owner._tx is not None:
+                raise FactledgerError("a transaction is already open on this log handle")
+            self._tx = owner._tx = _Transaction(owner, owner._live())
+        except BaseException:
+            owner._lock.release()
+            raise
+        return self._tx
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        owner, tx = self._owner, self._tx
+        assert tx is not None
+        try:
+            if kind is not None:
+                tx.abandon()
+            else:
+                tx.commit_or_settle()
+        finally:
+            owner._tx = None
+            owner._lock.release()
+
+
+class _ReadScope:
+    """One consistent read (inside the handle's write transaction, if one is open)."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner: PostgresEventLog) -> None:
+        self._owner = owner
+
+    def __enter__(self) -> _Snapshot | _Transaction:
+        owner = self._owner
+        owner._lock.acquire()
+        return owner._tx if owner._tx is not None else _Snapshot(owner)
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        self._owner._lock.release()
+
+
+class _Snapshot:
+    """The log as of one head: positions up to it never change, so reads need no transaction
+    and survive a reconnect."""
+
+    def __init__(self, owner: PostgresEventLog) -> None:
+        self._owner = owner
+        self._head: Head | None = None
+
+    def head(self) -> Head:
+        if self._head is None:
+            self._head = self._owner.head()
+        return self._head
+
+    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
+        last = self.head().position if until is None else min(until, self.head().position)
+        return decoded_events(self._owner._fetcher(last), after, last)
+
+
+class _Transaction:
+    """A write transaction holding the head lock from its first use; appended rows are sent
+    with the next round trip (a lookup, a read, or the commit)."""
+
+    def __init__(self, owner: PostgresEventLog, conn: Connection) -> None:
+        self._owner = owner
+        self._conn = conn
+        self._sql = owner._sql
+        self._head: tuple[int, bytes] | None = None
+        self._pending: list[tuple[int, str, bytes, bytes]] = []
+        self._written: list[str] = []
+
+    # -- the LogTransaction interface ----------------------------------------------------
+
+    def head(self) -> Head:
+        position, chain_value = self.guard(self._locked_head, "read the head of")
+        return Head(position=position, chain_hash=chain_value.hex())
+
+    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
+        last = until if until is not None else self.head().position
+        return decoded_events(
+            lambda start: self.guard(lambda: self.fetch(start, last), "read"), after, last
+        )
+
+    def append(self, event: NewEvent) -> RecordedEvent:
+        return self.append_many([event])[0]
+
+    def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
+        prepared = self._owner._prepare(events)
+        return self.guard(lambda: self.append_prepared(prepared, resolving=False), "append to")
+
+    # -- the work ------------------------------------------------------------------------
+
+    def guard(self, work: Callable[[], T], action: str) -> T:
+        """Run `work`, turning psycopg errors into ours; a lost connection ends the
+        transaction (the server rolls it back)."""
+        try:
+            return work()
+        except psycopg.Error as exc:
+            where = self._owner._where
+            if lost(exc, self._conn):
+                self._owner._discard()
+                raise StorageError(
+                    f"cannot {action} {where}: the connection was lost and the server rolled "
+                    f"this transaction back ({exc})"
+                ) from None
+            raise translate(exc, action, where) from None
+
+    def _sync(self, lookup: Sequence[str]) -> list[Row]:
+        """Begin and take the head lock (the first time), send pending rows, and look up event
+        ids, each in its own statement.
+
+        Beginning is one simple-protocol query of several statements: one round trip that
+        leaves the server waiting on a Sync. (A pipeline ends with a Flush request after its
+        Sync, and a server idle inside a transaction after a Flush does not arm
+        `idle_in_transaction_session_timeout`: a silent holder would never be cut off.)
+        """
+        conn, sql = self._conn, self._sql
+        if self._head is not None:
+            self._send_pending()
+            return conn.execute(sql.by_event_ids, (list(lookup),)).fetchall() if lookup else []
+        cursor = psycopg.ClientCursor(conn)
+        statements = [_SQL_BEGIN, sql.lock, sql.head, *([sql.by_event_ids] if lookup else [])]
+        try:
+            cursor.execute("; ".join(statements), (list(lookup),) if lookup else None)
+        except psycopg.errors.LockNotAvailable:
+            self.abandon()
+            raise self._owner._busy(conn) from None
+        cursor.nextset()
+        cursor.nextset()
+        row = cursor.fetchone()
+        assert row is not None
+        self._head = (int(row[0]), bytes(row[1]))
+        return cursor.fetchall() if cursor.nextset() else []
+
+    def _send_pending(self) -> None:
+        if self._pending:
+            columns = [list(column) for column in zip(*self._pending, strict=True)]
+            self._conn.execute(self._sql.insert, columns)
+            self._pending = []
+
+    def _locked_head(self) -> tuple[int, bytes]:
+        if self._head is None:
+            self._sync(())
+        assert self._head is not None
+        return self._head
+
+    def fetch(self, start: int, last: int) -> list[Row]:
+        self._sync(())
+        return self._conn.execute(self._sql.read, (start, last, READ_CHUNK)).fetchall()
+
+    def append_prepared(
+        self, prepared: Sequence[Prepared], *, resolving: bool
+    ) -> list[RecordedEvent]:
+        """Append checked drafts. `resolving` (a retry after a lost connection) looks up every
+        id, generated ones too, so an append that did commit is not written twice."""
+        lookup = [item.event_id for item in prepared if resolving or item.caller_event_id]
+        rows = self._sync(lookup) if self._head is None or lookup else []
+        found = {row[1]: row for row in rows}
+        position, previous = self._locked_head()
+        new_rows: list[tuple[int, str, bytes, bytes]] = []
+        records: list[RecordedEvent] = []
+        for item in prepared:
+            row = found.get(item.event_id)
+            if row is not None:
+                records.append(_recorded(row, item))
+                continue
+            position += 1
+            body, previous, record = seal(item, position, previous)
+            new_rows.append((position, item.event_id, body, previous))
+            records.append(record)
+        self._pending.extend(new_rows)
+        self._written.extend(row[1] for row in new_rows)
+        self._head = (position, previous)
+        return records
+
+    def commit(self) -> None:
+        """Send pending rows and COMMIT in one round trip."""
+        if self._head is None:
+            return
+        with self._conn.pipeline():
+            self._send_pending()
+            self._conn.execute(_SQL_COMMIT)
+
+    def commit_or_settle(self) -> None:
+        """Commit; if the connection is lost on the way, find out by event id whether the
+        commit happened, and raise if it did not."""
+        owner = self._owner
+        try:
+            self.commit()
+            return
+        except psycopg.Error as exc:
+            if not lost(exc, self._conn):
+                self.abandon()
+                raise translate(exc, "commit to", owner._where) from None
+            owner._discard()
+        ids = self._written
+        if not ids:
+            return
+        found = owner._run(
+            lambda conn, _: _count(conn.execute(self._sql.count_event_ids, (ids,)).fetchone()),
+            "confirm the commit to",
+        )
+        if found == len(ids):
+            log.info("log_commit_confirmed", where=owner._where, events=found)
+            return
+        raise StorageError(
+            f"cannot commit to {owner._where}: the connection was lost while committing, and "
+            f"{found} of its {len(ids)} events are in the log (checked by event id after "
+            "reconnecting)" + ("; nothing was written" if found == 0 else "")
+        )
+
+    def abandon(self) -> None:
+        """Roll back, if a transaction is open on a working connection."""
+        conn = self._conn
+        self._pending = []
+        if conn.closed or conn.broken or conn.info.transaction_status == TransactionStatus.IDLE:
+            return
+        try:
+            conn.execute(_SQL_ROLLBACK)
+        except psycopg.Error:
+            log.warning("rollback_failed", where=self._owner._where)
+            self._owner._discard()
+
+
+def _recorded(row: Row, item: Prepared) -> RecordedEvent:
+    """The recorded event a retry refers to; a different event under its id is a conflict."""
+    position, event_id, body, chain_value = row
+    record = decode_record(bytes(body), position=position, chain_hash=bytes(chain_value).hex())
+    if not same_event(record, item.event):
+        raise EventIdConflictError(
+            f"event_id {event_id!r} is already used by a different event at position {position}"
+        )
+    return record
+
+
+def _count(row: Row | None) -> int:
+    return int(row[0]) if row else 0
+
+
+# -- administration ------------------------------------------------------------------------
+
+
+def init_schema(dsn: str, *, role_prefix: str = schema.DEFAULT_ROLE_PREFIX) -> Roles:
+    """Create the log (if absent) and its three group roles, and give each its privileges.
+
+    The owner role owns the schema; the writer may INSERT and SELECT on the log and UPDATE
+    the head; the reader may SELECT; PUBLIC gets nothing. Run it as a role that may create
+    roles and schemas (a superuser, usually). Safe to run again.
+    """
+    names = schema.roles(role_prefix)
+
+    def initialize(conn: Connection, name: str) -> None:
+        with conn.transaction():
+            schema.create_group_roles(conn, names)
+            if not schema.has_log(conn, name):
+                log_id = str(uuid.uuid4())
+                schema.create(conn, name, log_id, chain.genesis(log_id))
+            schema.grant(conn, name, names)
+
+    _administer(dsn, initialize, "initialize the log in")
+    log.info("log_schema_initialized", owner=names.owner, writer=names.writer, reader=names.reader)
+    return names
+
+
+def add_agent(
+    dsn: str,
+    role: str,
+    adapter: str,
+    *,
+    role_prefix: str = schema.DEFAULT_ROLE_PREFIX,
+    password: str | None = None,
+) -> None:
+    """Create the login role `role`, a writer whose appends the database refuses unless every
+    event names `adapter` as its source adapter. A binding is never changed."""
+    names = schema.roles(role_prefix)
+
+    def bind(conn: Connection, name: str) -> None:
+        with conn.transaction():
+            schema.bind_agent(conn, name, role, adapter, names, password)
+
+    _administer(dsn, bind, "add an agent to")
+    log.info("log_agent_added", role=role, adapter=adapter)
+
+
+def _administer(dsn: str, work: Callable[[Connection, str], None], action: str) -> None:
+    """Run `work(connection, schema)` on a session of `dsn`, mapping errors to ours."""
+    if not isinstance(dsn, str):
+        raise InvalidTypeError(f"dsn must be str, not {type(dsn).__name__}")
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            row = conn.execute(_SQL_SCHEMA, (schema.DEFAULT_SCHEMA,)).fetchone()
+            name = schema.check_name("schema", row[0] if row else None)
+            work(conn, name)
+    except psycopg.Error as exc:
+        raise translate(exc, action, "PostgreSQL") from None

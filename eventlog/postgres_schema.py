@@ -1,0 +1,293 @@
+"""The PostgreSQL log's schema, roles and agent bindings: the SQL that makes the database itself
+refuse what the log forbids.
+
+Four tables in one schema (`factledger` unless the session sets `factledger.schema`):
+
+- `events`  the log: position, event id (unique, generated or not), stored bytes, chain value.
+- `head`    one row: the last position and its chain value. Writers lock it (`FOR UPDATE`)
+            to append, so positions are given, and commit, one writer at a time.
+- `meta`    the log id and format.
+- `agents`  login roles bound to one adapter each.
+
+Triggers refuse UPDATE, DELETE and TRUNCATE on `events`, `meta` and `agents`, and DELETE and
+TRUNCATE on `head`. After each INSERT into `events`, one statement trigger refuses rows whose
+positions do not follow the head, refuses a bound role's events that name another adapter (or
+none), and moves the head; `head` accepts an UPDATE only to the log's last row. Every function
+runs with a fixed `search_path`, so a session's own path cannot redirect it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+import psycopg
+from psycopg import sql
+
+from eventlog.checks import check_identifier
+from eventlog.errors import InvalidInputError, InvalidTypeError, StorageError
+
+DEFAULT_SCHEMA = "factledger"
+DEFAULT_ROLE_PREFIX = "factledger"
+LOG_FORMAT = "factledger-postgres-log/1"
+
+_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+_TABLES = (
+    """CREATE TABLE {schema}.meta (
+        name text PRIMARY KEY,
+        value text NOT NULL
+    )""",
+    """CREATE TABLE {schema}.events (
+        position bigint PRIMARY KEY CHECK (position > 0),
+        event_id text NOT NULL UNIQUE,
+        body bytea NOT NULL,
+        chain_hash bytea NOT NULL
+    )""",
+    """CREATE TABLE {schema}.head (
+        only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+        position bigint NOT NULL,
+        chain_hash bytea NOT NULL
+    )""",
+    """CREATE TABLE {schema}.agents (
+        role name PRIMARY KEY,
+        adapter text NOT NULL
+    )""",
+)
+
+_REFUSE_CHANGE = """CREATE FUNCTION {schema}.refuse_change() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RAISE EXCEPTION '%.% is append-only: % refused', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP
+        USING ERRCODE = 'insufficient_privilege';
+END
+$$"""
+
+_CHECK_HEAD = """CREATE FUNCTION {schema}.check_head() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    last_position bigint;
+    last_hash bytea;
+BEGIN
+    SELECT position, chain_hash INTO last_position, last_hash
+      FROM {schema}.events ORDER BY position DESC LIMIT 1;
+    IF NEW.only_row IS DISTINCT FROM OLD.only_row
+       OR NEW.position IS DISTINCT FROM last_position
+       OR NEW.chain_hash IS DISTINCT FROM last_hash THEN
+        RAISE EXCEPTION '%.head names only the last event of the log (position %)',
+            TG_TABLE_SCHEMA, coalesce(last_position, 0)
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END
+$$"""
+
+_AFTER_APPEND = """CREATE FUNCTION {schema}.after_append() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    bound text;
+    named text;
+    head_position bigint;
+    first_position bigint;
+    last_position bigint;
+    appended_rows bigint;
+BEGIN
+    SELECT min(position), max(position), count(*)
+      INTO first_position, last_position, appended_rows FROM appended;
+    IF appended_rows = 0 THEN
+        RETURN NULL;
+    END IF;
+    SELECT adapter INTO bound FROM {schema}.agents WHERE role = session_user;
+    IF FOUND THEN
+        SELECT adapter_named INTO named
+          FROM (SELECT convert_from(body, 'UTF8')::json ->> 'source_adapter' AS adapter_named
+                  FROM appended) AS named_by_row
+         WHERE adapter_named IS DISTINCT FROM bound
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'role % may append only events of adapter %, not of %',
+                session_user, bound, coalesce('adapter ' || named, 'no adapter')
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+    END IF;
+    SELECT position INTO head_position FROM {schema}.head FOR UPDATE;
+    IF first_position <> head_position + 1
+       OR last_position - first_position + 1 <> appended_rows THEN
+        RAISE EXCEPTION 'positions % to % do not follow the head at %',
+            first_position, last_position, head_position
+            USING ERRCODE = 'check_violation';
+    END IF;
+    UPDATE {schema}.head SET position = last_position,
+        chain_hash = (SELECT chain_hash FROM appended WHERE position = last_position);
+    RETURN NULL;
+END
+$$"""
+
+_TRIGGERS = (
+    """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.events
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
+    """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.meta
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
+    """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.agents
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
+    """CREATE TRIGGER append_only BEFORE DELETE OR TRUNCATE ON {schema}.head
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
+    """CREATE TRIGGER follows_the_log BEFORE UPDATE ON {schema}.head
+    FOR EACH ROW EXECUTE FUNCTION {schema}.check_head()""",
+    """CREATE TRIGGER appended AFTER INSERT ON {schema}.events
+    REFERENCING NEW TABLE AS appended
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.after_append()""",
+)
+
+_FUNCTIONS = ("refuse_change()", "check_head()", "after_append()")
+
+_SQL_CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS {schema}"
+_SQL_CREATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('factledger schema ' || %s))"
+_SQL_HAS_LOG = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
+    " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE n.nspname = %s AND c.relname = 'events')"
+)
+_SQL_META_INSERT = "INSERT INTO {schema}.meta (name, value) VALUES (%s, %s)"
+_SQL_HEAD_INSERT = "INSERT INTO {schema}.head (position, chain_hash) VALUES (0, %s)"
+
+_SQL_ROLE_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s)"
+_SQL_CREATE_GROUP = "CREATE ROLE {role} NOLOGIN"
+_SQL_OWNERSHIP = (
+    "ALTER SCHEMA {schema} OWNER TO {owner}",
+    "ALTER TABLE {schema}.meta OWNER TO {owner}",
+    "ALTER TABLE {schema}.events OWNER TO {owner}",
+    "ALTER TABLE {schema}.head OWNER TO {owner}",
+    "ALTER TABLE {schema}.agents OWNER TO {owner}",
+    *(f"ALTER FUNCTION {{schema}}.{function} OWNER TO {{owner}}" for function in _FUNCTIONS),
+)
+_SQL_PRIVILEGES = (
+    "REVOKE ALL ON SCHEMA {schema} FROM PUBLIC",
+    "REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM PUBLIC",
+    "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA {schema} FROM PUBLIC",
+    "GRANT CONNECT ON DATABASE {database} TO {owner}, {writer}, {reader}",
+    "GRANT USAGE ON SCHEMA {schema} TO {writer}, {reader}",
+    "GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {writer}, {reader}",
+    "GRANT INSERT ON {schema}.events TO {writer}",
+    "GRANT UPDATE (position, chain_hash) ON {schema}.head TO {writer}",
+)
+_SQL_DATABASE = "SELECT current_database()"
+
+_SQL_BINDING = "SELECT adapter FROM {schema}.agents WHERE role = %s"
+_SQL_BIND = "INSERT INTO {schema}.agents (role, adapter) VALUES (%s, %s)"
+_SQL_CREATE_AGENT = "CREATE ROLE {role} LOGIN IN ROLE {writer}"
+_SQL_CREATE_AGENT_WITH_PASSWORD = "CREATE ROLE {role} LOGIN PASSWORD {password} IN ROLE {writer}"
+
+
+class Roles(NamedTuple):
+    """The three group roles `init_schema` creates (none of them can log in)."""
+
+    owner: str
+    writer: str
+    reader: str
+
+
+def check_name(what: str, value: object) -> str:
+    """Check a schema or role name: lower-case ASCII letters, digits and `_`, at most 63."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{what} must be str, not {type(value).__name__}")
+    if not _NAME.fullmatch(value) or value.startswith("pg_"):
+        raise InvalidInputError(
+            f"{what} {value!r} must be 1 to 63 lower-case ASCII letters, digits or '_', "
+            "start with a letter or '_', and not start with 'pg_'"
+        )
+    return value
+
+
+def roles(prefix: str) -> Roles:
+    """The group roles named by `prefix`: `<prefix>_owner`, `<prefix>_writer`, `<prefix>_reader`."""
+    check_name("role prefix", prefix)
+    return Roles(*(check_name("role", f"{prefix}_{kind}") for kind in Roles._fields))
+
+
+def render(template: str, schema: str, **names: str) -> str:
+    """A statement with `{schema}` and any other `{name}` replaced by quoted identifiers."""
+    identifiers: dict[str, Any] = {key: sql.Identifier(value) for key, value in names.items()}
+    composed = sql.SQL(template).format(schema=sql.Identifier(schema), **identifiers)
+    return composed.as_string(None)
+
+
+def has_log(conn: psycopg.Connection[Any], schema: str) -> bool:
+    """Whether `schema` holds a log (read from the catalog, whatever this role may read)."""
+    row = conn.execute(_SQL_HAS_LOG, (schema,)).fetchone()
+    return bool(row and row[0])
+
+
+def create(conn: psycopg.Connection[Any], schema: str, log_id: str, genesis: bytes) -> None:
+    """Create the log's schema in the caller's open transaction, unless another session
+    created it first (creators are serialized by an advisory lock)."""
+    conn.execute(_SQL_CREATION_LOCK, (schema,))
+    if has_log(conn, schema):
+        return
+    conn.execute(render(_SQL_CREATE_SCHEMA, schema))
+    for statement in (*_TABLES, _REFUSE_CHANGE, _CHECK_HEAD, _AFTER_APPEND, *_TRIGGERS):
+        conn.execute(render(statement, schema))
+    conn.execute(render(_SQL_META_INSERT, schema), ("log_id", log_id))
+    conn.execute(render(_SQL_META_INSERT, schema), ("format", LOG_FORMAT))
+    conn.execute(render(_SQL_HEAD_INSERT, schema), (genesis,))
+
+
+def create_group_roles(conn: psycopg.Connection[Any], names: Roles) -> None:
+    """Create each group role that does not exist yet."""
+    for name in names:
+        if not _role_exists(conn, name):
+            conn.execute(render(_SQL_CREATE_GROUP, "", role=name))
+
+
+def grant(conn: psycopg.Connection[Any], schema: str, names: Roles) -> None:
+    """Give the schema to the owner role, the writer INSERT on the log and UPDATE on the
+    head, writer and reader SELECT; PUBLIC nothing."""
+    row = conn.execute(_SQL_DATABASE).fetchone()
+    database = str(row[0]) if row else ""
+    for statement in (*_SQL_OWNERSHIP, *_SQL_PRIVILEGES):
+        conn.execute(render(statement, schema, database=database, **names._asdict()))
+
+
+def bind_agent(
+    conn: psycopg.Connection[Any],
+    schema: str,
+    role: str,
+    adapter: str,
+    names: Roles,
+    password: str | None,
+) -> None:
+    """Create the login role `role`, a member of the writer role, bound to `adapter`."""
+    check_name("role", role)
+    check_identifier("adapter", adapter)
+    if not has_log(conn, schema):
+        raise StorageError(f"schema {schema} holds no factledger log: run init_schema first")
+    if not _role_exists(conn, names.writer):
+        raise StorageError(f"role {names.writer} does not exist: run init_schema first")
+    row = conn.execute(render(_SQL_BINDING, schema), (role,)).fetchone()
+    if row is not None and row[0] != adapter:
+        raise InvalidInputError(
+            f"role {role} is bound to adapter {row[0]!r}; a binding is never changed"
+        )
+    if _role_exists(conn, role):
+        if row is None:
+            raise InvalidInputError(
+                f"role {role} already exists and is not an agent of this log; "
+                "choose a new name for the agent"
+            )
+        return
+    if password is None:
+        conn.execute(render(_SQL_CREATE_AGENT, schema, role=role, writer=names.writer))
+    else:
+        statement = sql.SQL(_SQL_CREATE_AGENT_WITH_PASSWORD).format(
+            role=sql.Identifier(role),
+            writer=sql.Identifier(names.writer),
+            password=sql.Literal(password),
+        )
+        conn.execute(statement)
+    if row is None:
+        conn.execute(render(_SQL_BIND, schema), (role, adapter))
+
+
+def _role_exists(conn: psycopg.Connection[Any], name: str) -> bool:
+    row = conn.execute(_SQL_ROLE_EXISTS, (name,)).fetchone()
+    return bool(row and row[0])

@@ -1,0 +1,94 @@
+"""PostgreSQL for the log's tests: one server per run, one schema (and its roles) per test.
+
+The server is `FACTLEDGER_TEST_DSN` (default: postgres on 127.0.0.1:5432, as CI's machine
+runs it). When none answers the PostgreSQL tests skip, or fail under `FACTLEDGER_REQUIRE_PG=1`.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import pytest
+
+DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@dataclass(frozen=True)
+class PgServer:
+    """A reachable PostgreSQL server and a superuser DSN for it."""
+
+    dsn: str
+
+    def url(self, *, user: str | None = None, schema: str | None = None) -> str:
+        """This server's DSN as another role, with the log in another schema."""
+        parts = urlsplit(self.dsn)
+        netloc = parts.netloc
+        if user is not None:
+            netloc = f"{quote(user)}@{netloc.rpartition('@')[2]}"
+        query = parts.query
+        if schema is not None:
+            option = "options=" + quote(f"-c factledger.schema={schema}", safe="")
+            query = f"{query}&{option}" if query else option
+        return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+@dataclass(frozen=True)
+class PgLog:
+    """One test's place on the server: its schema, its role prefix, and DSNs for both."""
+
+    server: PgServer
+    schema: str
+
+    @property
+    def dsn(self) -> str:
+        """The superuser's DSN for this test's schema."""
+        return self.server.url(schema=self.schema)
+
+    @property
+    def roles(self) -> str:
+        """The role prefix for this test's `init_schema` (roles are cluster-wide)."""
+        return self.schema
+
+    def as_role(self, role: str) -> str:
+        """This test's schema, reached as `role`."""
+        return self.server.url(user=role, schema=self.schema)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> PgServer:
+    psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed")
+    dsn = os.environ.get("FACTLEDGER_TEST_DSN") or DEFAULT_DSN
+    try:
+        psycopg.connect(dsn, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        reason = f"no PostgreSQL server answers at {urlsplit(dsn).hostname}: {exc}".strip()
+        if os.environ.get("FACTLEDGER_REQUIRE_PG") == "1":
+            pytest.fail(f"FACTLEDGER_REQUIRE_PG=1 but {reason}", pytrace=False)
+        pytest.skip(f"{reason} (set FACTLEDGER_TEST_DSN to run the PostgreSQL tests)")
+    return PgServer(dsn)
+
+
+@pytest.fixture
+def pg(pg_server: PgServer) -> Iterator[PgLog]:
+    """A fresh schema name for this test; the schema and roles it made are dropped after."""
+    import psycopg
+
+    place = PgLog(pg_server, f"fl_{uuid.uuid4().hex[:12]}")
+    yield place
+    with psycopg.connect(pg_server.dsn, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE pid <> pg_backend_pid() AND usename LIKE %s",
+            (place.roles + "%",),
+        )
+        admin.execute(f'DROP SCHEMA IF EXISTS "{place.schema}" CASCADE')
+        for (role,) in admin.execute(
+            "SELECT rolname FROM pg_roles WHERE rolname LIKE %s ORDER BY oid DESC",
+            (place.roles + "%",),
+        ).fetchall():
+            admin.execute(f'DROP OWNED BY "{role}"')
+            admin.execute(f'DROP ROLE "{role}"')

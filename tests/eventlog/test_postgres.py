@@ -1,0 +1,430 @@
+"""The PostgreSQL log: the shipped contract, the same bytes as SQLite, and a database that
+itself refuses edits and adapters a role is not bound to."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+psycopg = pytest.importorskip("psycopg")
+
+from eventlog import (  # noqa: E402
+    EventLog,
+    FactledgerError,
+    InvalidInputError,
+    LogBusyError,
+    NewEvent,
+    PermissionDeniedError,
+    StorageError,
+    open_log,
+    verify_chain,
+)
+from eventlog import postgres_schema as schema  # noqa: E402
+from eventlog.chain import genesis  # noqa: E402
+from eventlog.contract import EVERY_KIND, LogContract, fact, memory  # noqa: E402
+from eventlog.postgres import PostgresEventLog, add_agent, init_schema, translate  # noqa: E402
+from tests.eventlog.conftest import PgLog  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def admin(place: PgLog) -> Any:
+    """A superuser session on the test's server."""
+    return psycopg.connect(place.server.dsn, autocommit=True)
+
+
+def login(place: PgLog, name: str, group: str) -> str:
+    """Create a login role in `group` (one of this test's roles); return a DSN for it."""
+    with admin(place) as conn:
+        conn.execute(f'CREATE ROLE "{name}" LOGIN IN ROLE "{group}"')
+    return place.as_role(name)
+
+
+class TestPostgresLog(LogContract):
+    """The shipped contract, unchanged, on a PostgreSQL log opened by `open_log`."""
+
+    @pytest.fixture(autouse=True)
+    def _place(self, pg: PgLog) -> Iterator[None]:
+        self.place = pg
+        self.opened: list[EventLog] = []
+        yield
+        for log in self.opened:
+            log.close()
+
+    def open(self, *, clock_ns: Callable[[], int] | None = None) -> EventLog:
+        log = open_log(self.place.dsn, clock_ns=clock_ns or time.time_ns)
+        self.opened.append(log)
+        return log
+
+
+@pytest.fixture
+def pg_log(pg: PgLog) -> Iterator[PostgresEventLog]:
+    log = PostgresEventLog(pg.dsn)
+    yield log
+    log.close()
+
+
+def test_open_log_chooses_postgres_for_its_uris(pg: PgLog) -> None:
+    """`postgresql://` and `postgres://` URIs open the PostgreSQL backend."""
+    first = open_log(pg.dsn)
+    second = open_log("postgres://" + pg.dsn.removeprefix("postgresql://"))
+    assert (PostgresEventLog, PostgresEventLog) == (type(first), type(second))
+    assert first.log_id == second.log_id
+    first.close()
+    second.close()
+
+
+def test_same_drafts_store_the_same_bytes_and_chain_as_sqlite(pg: PgLog, tmp_path: Path) -> None:
+    """With one log id and a pinned clock, both backends store identical rows: the same
+    bodies, event ids, positions and chain values, byte for byte.
+
+    Each backend draws a random log id when it creates a log, so the PostgreSQL log is
+    created here with the SQLite log's id (as `init_schema` would, with a chosen id)."""
+    ticks = itertools.count(1_764_374_400_000_000_000, 1000)
+    sqlite_log = open_log(tmp_path / "log.db", clock_ns=lambda: next(ticks))
+    with admin(pg) as conn, conn.transaction():
+        schema.create(conn, pg.schema, sqlite_log.log_id, genesis(sqlite_log.log_id))
+    pg_ticks = itertools.count(1_764_374_400_000_000_000, 1000)
+    pg_log = PostgresEventLog(pg.dsn, clock_ns=lambda: next(pg_ticks))
+    drafts = [
+        *(memory(f"m{i}", event_id=f"m-{i}") for i in range(3)),
+        *[
+            NewEvent(**{**{f: getattr(e, f) for f in e.__struct_fields__}, "event_id": f"k-{i}"})
+            for i, e in enumerate(EVERY_KIND)
+        ],
+        fact("k", "naïve café", event_id="f-1", run_id="run-7", source_adapter="codex"),
+    ]
+    for backend in (sqlite_log, pg_log):
+        backend.append(drafts[0])
+        backend.append_many(drafts[1:5])
+        with backend.transaction() as tx:
+            for draft in drafts[5:]:
+                tx.append(draft)
+    assert list(sqlite_log.scan()) == list(pg_log.scan())
+    assert list(sqlite_log.read()) == list(pg_log.read())
+    assert sqlite_log.head() == pg_log.head()
+    assert verify_chain(pg_log, pg_log.genesis).ok
+    pg_log.close()
+
+
+def test_an_export_verifies_offline_and_audits_work(
+    pg: PgLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export of a PostgreSQL log passes README's offline verifier, and verify,
+    checkpoint and inclusion proofs work on the log by its DSN."""
+    import replay
+
+    log = PostgresEventLog(pg.dsn)
+    log.append_many(EVERY_KIND)
+    log.append(fact("k", "naïve café", source_adapter="codex"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Verifying an export offline") :]
+    verifier = re.search(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    assert verifier is not None and '"memory.db"' in verifier.group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(verifier.group(1).replace('"memory.db"', repr(pg.dsn)), {})
+    assert replay.verify(pg.dsn).ok
+    held = replay.checkpoint(pg.dsn)
+    proof = replay.prove_inclusion(pg.dsn, 3, held)
+    assert replay.verify_inclusion(proof, proof.leaf_hash, held)
+    assert (8, log.head().chain_hash) == (held.size, held.chain_hash)
+    log.close()
+
+
+def test_generated_ids_are_indexed_and_unique(pg_log: PostgresEventLog, pg: PgLog) -> None:
+    """Every event id, generated or given, is unique in the log by the database's index."""
+    pg_log.append_many([memory("a"), memory("b", event_id="given")])
+    with admin(pg) as conn:
+        indexed = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexdef LIKE %s",
+            (pg.schema, "%UNIQUE%(event_id)%"),
+        ).fetchall()
+    assert 1 == len(indexed)
+
+
+def test_opening_an_empty_schema_creates_the_log_once(pg: PgLog) -> None:
+    """Handles opened at once on an empty schema create one log, with one id."""
+    ids: list[str] = []
+
+    def open_one() -> None:
+        log = PostgresEventLog(pg.dsn)
+        ids.append(log.log_id)
+        log.close()
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert 4 == len(ids) and 1 == len(set(ids))
+
+
+def test_read_only_handles_refuse_writes_and_need_a_log(pg: PgLog) -> None:
+    """A read-only handle on no log is refused; on a log it reads and refuses appends."""
+    with pytest.raises(StorageError, match="holds no factledger log"):
+        PostgresEventLog(pg.dsn, read_only=True)
+    PostgresEventLog(pg.dsn).append(memory("kept"))
+    reader = PostgresEventLog(pg.dsn, read_only=True)
+    with pytest.raises(StorageError, match="read-only"):
+        reader.append(memory("refused"))
+    assert ["kept"] == [r.payload.content for r in reader.read()]  # type: ignore[union-attr]
+    reader.close()
+
+
+def test_tailing_by_position_reads_only_what_is_new(pg_log: PostgresEventLog) -> None:
+    """A tailer keeps the last position it read and asks for what came after it."""
+    pg_log.append_many([memory(str(i)) for i in range(5)])
+    seen = pg_log.head().position
+    pg_log.append_many([memory("six"), memory("seven")])
+    assert [6, 7] == [r.position for r in pg_log.read(after=seen)]
+    assert [] == list(pg_log.read(after=pg_log.head().position))
+
+
+def test_snapshot_holds_its_head(pg: PgLog, pg_log: PostgresEventLog) -> None:
+    """A snapshot reads up to the head it first saw, whatever is appended meanwhile."""
+    pg_log.append(memory("one"))
+    other = PostgresEventLog(pg.dsn)
+    with pg_log.snapshot() as snap:
+        assert 1 == snap.head().position
+        other.append(memory("two"))
+        assert [1] == [r.position for r in snap.read()]
+        assert [1] == [r.position for r in snap.read(until=5)]
+    assert 2 == pg_log.head().position
+    other.close()
+
+
+# -- immutability and roles -----------------------------------------------------------------
+
+
+EDITS = [
+    "UPDATE {s}.events SET body = body",
+    "DELETE FROM {s}.events",
+    "TRUNCATE {s}.events",
+    "UPDATE {s}.meta SET value = 'other' WHERE name = 'log_id'",
+    "DELETE FROM {s}.meta",
+    "TRUNCATE {s}.meta",
+    "DELETE FROM {s}.head",
+    "TRUNCATE {s}.head",
+    "UPDATE {s}.head SET position = 1",
+    "INSERT INTO {s}.events VALUES (4, 'gap', '\\x7b7d', '\\x00')",
+    "TRUNCATE {s}.agents",
+]
+
+
+def refusals(dsn: str, edits: list[str], schema_name: str) -> dict[str, str | None]:
+    """The SQLSTATE with which the database refused each edit (None: it was accepted)."""
+    found: dict[str, str | None] = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for edit in edits:
+            try:
+                conn.execute(edit.format(s=schema_name))
+                found[edit] = None
+            except psycopg.Error as exc:
+                found[edit] = exc.sqlstate
+    return found
+
+
+def test_the_database_refuses_edits_even_from_a_superuser(pg: PgLog) -> None:
+    """UPDATE, DELETE and TRUNCATE of the log, its metadata and bindings, a head that does not
+    name the last row and a row that leaves a gap are refused by triggers, for everyone."""
+    log = PostgresEventLog(pg.dsn)
+    log.append_many([memory("a"), memory("b")])
+    before = list(log.scan())
+    found = refusals(pg.dsn, EDITS, pg.schema)
+    assert {edit: "23514" if "gap" in edit else "42501" for edit in EDITS} == found
+    assert before == list(log.scan())
+    assert 2 == log.head().position
+    log.close()
+
+
+def test_init_schema_creates_roles_with_least_privilege(pg: PgLog) -> None:
+    """The owner owns the schema; the writer may insert and select the log and update only
+    the head's two columns; the reader may select; PUBLIC may do nothing."""
+    roles = init_schema(pg.dsn, role_prefix=pg.roles)
+    assert (f"{pg.roles}_owner", f"{pg.roles}_writer", f"{pg.roles}_reader") == roles
+    table = f"{pg.schema}.events"
+    checks = {
+        "owner": f"SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = '{pg.schema}'",
+        "public": f"SELECT has_schema_privilege('public', '{pg.schema}', 'USAGE'),"
+        f" has_table_privilege('public', '{table}', 'SELECT')",
+        "writer": f"SELECT has_table_privilege('{roles.writer}', '{table}', 'INSERT'),"
+        f" has_table_privilege('{roles.writer}', '{table}', 'SELECT'),"
+        f" has_table_privilege('{roles.writer}', '{table}', 'UPDATE'),"
+        f" has_table_privilege('{roles.writer}', '{table}', 'DELETE'),"
+        f" has_table_privilege('{roles.writer}', '{table}', 'TRUNCATE'),"
+        f" has_column_privilege('{roles.writer}', '{pg.schema}.head', 'position', 'UPDATE'),"
+        f" has_table_privilege('{roles.writer}', '{pg.schema}.meta', 'INSERT')",
+        "reader": f"SELECT has_table_privilege('{roles.reader}', '{table}', 'SELECT'),"
+        f" has_table_privilege('{roles.reader}', '{table}', 'INSERT'),"
+        f" has_column_privilege('{roles.reader}', '{pg.schema}.head', 'position', 'UPDATE')",
+    }
+    with admin(pg) as conn:
+        found = {name: conn.execute(query).fetchone() for name, query in checks.items()}
+    assert {
+        "owner": (roles.owner,),
+        "public": (False, False),
+        "writer": (True, True, False, False, False, True, False),
+        "reader": (True, False, False),
+    } == found
+    assert roles == init_schema(pg.dsn, role_prefix=pg.roles)
+
+
+def test_writer_and_reader_roles_work_through_the_library(pg: PgLog) -> None:
+    """A writer's login appends and reads; a reader's login reads and is refused appends."""
+    roles = init_schema(pg.dsn, role_prefix=pg.roles)
+    writer = PostgresEventLog(login(pg, f"{pg.roles}_svc", roles.writer))
+    writer.append_many([memory("a"), fact("k", "v", source_adapter="codex")])
+    reader = PostgresEventLog(login(pg, f"{pg.roles}_audit", roles.reader))
+    assert [1, 2] == [r.position for r in reader.read()]
+    with pytest.raises(PermissionDeniedError, match="permission denied"):
+        reader.append(memory("refused"))
+    assert 2 == reader.head().position
+    assert verify_chain(reader, reader.genesis).ok
+    writer.close()
+    reader.close()
+
+
+ROLE_EDITS = [
+    "UPDATE {s}.events SET body = body",
+    "DELETE FROM {s}.events",
+    "TRUNCATE {s}.events",
+    "UPDATE {s}.meta SET value = 'x'",
+    "INSERT INTO {s}.meta VALUES ('x', 'y')",
+    "INSERT INTO {s}.agents VALUES ('someone', 'codex')",
+    "UPDATE {s}.head SET position = 1",
+    "DELETE FROM {s}.head",
+]
+
+
+@pytest.mark.parametrize("kind", ["writer", "agent"])
+def test_writer_and_agent_roles_cannot_edit_the_log(pg: PgLog, kind: str) -> None:
+    """Writer and agent logins may not rewrite, delete, truncate or bind: the database
+    refuses each (PostgreSQL's insufficient_privilege), and the log is unchanged."""
+    roles = init_schema(pg.dsn, role_prefix=pg.roles)
+    name = f"{pg.roles}_{kind}_login"
+    if kind == "agent":
+        add_agent(pg.dsn, name, "codex", role_prefix=pg.roles)
+        dsn = pg.as_role(name)
+    else:
+        dsn = login(pg, name, roles.writer)
+    log = PostgresEventLog(dsn)
+    log.append_many([memory("a", source_adapter="codex"), memory("b", source_adapter="codex")])
+    before = list(log.scan())
+    assert dict.fromkeys(ROLE_EDITS, "42501") == refusals(dsn, ROLE_EDITS, pg.schema)
+    assert before == list(log.scan())
+    log.close()
+
+
+# -- identity -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def agent(pg: PgLog) -> Iterator[PostgresEventLog]:
+    """A log handle logged in as an agent role bound to `codex`."""
+    init_schema(pg.dsn, role_prefix=pg.roles)
+    add_agent(pg.dsn, f"{pg.roles}_codex", "codex", role_prefix=pg.roles)
+    log = PostgresEventLog(pg.as_role(f"{pg.roles}_codex"))
+    yield log
+    log.close()
+
+
+def test_an_agent_appends_as_its_adapter(agent: PostgresEventLog) -> None:
+    """An agent role's events that name its adapter are written."""
+    records = agent.append_many(
+        [memory("a", source_adapter="codex"), fact("k", "v", source_adapter="codex")]
+    )
+    assert [1, 2] == [r.position for r in records]
+    assert verify_chain(agent, agent.genesis).ok
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        [memory("spoof", source_adapter="claude-code")],
+        [memory("anonymous")],
+        [memory("ok", source_adapter="codex"), memory("spoof", source_adapter="gemini-cli")],
+    ],
+    ids=["other-adapter", "no-adapter", "one-in-a-batch"],
+)
+def test_the_database_refuses_an_agent_naming_another_adapter(
+    agent: PostgresEventLog, batch: list[NewEvent]
+) -> None:
+    """Events naming another adapter, or none, are refused by the database itself: a clear
+    PermissionDeniedError, and nothing of the batch is written."""
+    agent.append(memory("before", source_adapter="codex"))
+    head = agent.head()
+    with pytest.raises(PermissionDeniedError, match="may append only events of adapter codex"):
+        agent.append_many(batch)
+    assert head == agent.head()
+    with pytest.raises(PermissionDeniedError), agent.transaction() as tx:
+        tx.append_many(batch)
+    assert head == agent.head()
+
+
+def test_an_agent_cannot_escape_its_binding_by_sql(pg: PgLog, agent: PostgresEventLog) -> None:
+    """Raw SQL with a hand-made body is refused too, also after `SET ROLE` to the writer."""
+    agent.append(memory("first", source_adapter="codex"))
+    body = next(agent.scan()).body.replace(b'"codex"', b'"claude-code"').replace(b'":1,', b'":2,')
+    insert = f"INSERT INTO {pg.schema}.events VALUES (2, 'raw', %s, %s)"
+    with psycopg.connect(pg.as_role(f"{pg.roles}_codex"), autocommit=True) as conn:
+        for prelude in ("RESET ROLE", f'SET ROLE "{pg.roles}_writer"'):
+            conn.execute(prelude)
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="adapter codex"):
+                conn.execute(insert, (body, b"\x00" * 32))
+    assert 1 == agent.head().position
+
+
+def test_an_agent_binding_is_never_changed(pg: PgLog) -> None:
+    """Adding the same agent again is a no-op; another adapter, or an existing role, is
+    refused."""
+    init_schema(pg.dsn, role_prefix=pg.roles)
+    name = f"{pg.roles}_codex"
+    add_agent(pg.dsn, name, "codex", role_prefix=pg.roles)
+    add_agent(pg.dsn, name, "codex", role_prefix=pg.roles)
+    with pytest.raises(InvalidInputError, match="bound to adapter 'codex'"):
+        add_agent(pg.dsn, name, "claude-code", role_prefix=pg.roles)
+    with pytest.raises(InvalidInputError, match="already exists"):
+        add_agent(pg.dsn, f"{pg.roles}_writer", "codex", role_prefix=pg.roles)
+    with pytest.raises(InvalidInputError, match="lower-case"):
+        add_agent(pg.dsn, "Robert'); DROP TABLE x;--", "codex", role_prefix=pg.roles)
+
+
+def test_add_agent_needs_an_initialized_log(pg: PgLog) -> None:
+    """Binding an agent before `init_schema` says what to run first."""
+    with pytest.raises(StorageError, match="init_schema"):
+        add_agent(pg.dsn, f"{pg.roles}_codex", "codex", role_prefix=pg.roles)
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "expected", "says"),
+    [
+        (psycopg.errors.LockNotAvailable, LogBusyError, "held it too long"),
+        (psycopg.errors.DeadlockDetected, LogBusyError, "held it too long"),
+        (psycopg.errors.SerializationFailure, LogBusyError, "held it too long"),
+        (psycopg.errors.InsufficientPrivilege, PermissionDeniedError, "cannot write log"),
+        (psycopg.errors.InvalidPassword, PermissionDeniedError, "cannot write log"),
+        (psycopg.errors.ReadOnlySqlTransaction, StorageError, "log was opened read-only"),
+        (psycopg.errors.DiskFull, StorageError, "no space left for log"),
+        (psycopg.errors.InvalidCatalogName, StorageError, "no such database"),
+        (psycopg.errors.IdleInTransactionSessionTimeout, StorageError, "idle inside"),
+        (psycopg.errors.UniqueViolation, StorageError, "cannot write (log)"),
+    ],
+)
+def test_errors_map_by_sqlstate_not_message(
+    error: type[Exception], expected: type[FactledgerError], says: str
+) -> None:
+    """The SQLSTATE decides, whatever the message says."""
+    for message in ("permission denied", "could not obtain lock", "disk full"):
+        translated = translate(error(message), "write", "log")  # type: ignore[arg-type]
+        assert expected is type(translated)
+        assert says in str(translated)
