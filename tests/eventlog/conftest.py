@@ -74,7 +74,8 @@ def pg_server() -> PgServer:
 
 @pytest.fixture
 def pg(pg_server: PgServer) -> Iterator[PgLog]:
-    """A fresh schema name for this test; the schema and roles it made are dropped after."""
+    """A fresh schema name for this test; the schema and roles it made are dropped after,
+    ending any session still holding a lock in it (a test that failed mid-transaction)."""
     import psycopg
 
     place = PgLog(pg_server, f"fl_{uuid.uuid4().hex[:12]}")
@@ -84,6 +85,13 @@ def pg(pg_server: PgServer) -> Iterator[PgLog]:
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
             " WHERE pid <> pg_backend_pid() AND usename LIKE %s",
             (place.roles + "%",),
+        )
+        admin.execute(
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l"
+            " JOIN pg_class c ON c.oid = l.relation"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND l.pid <> pg_backend_pid()",
+            (place.schema,),
         )
         admin.execute(f'DROP SCHEMA IF EXISTS "{place.schema}" CASCADE')
         for (role,) in admin.execute(
