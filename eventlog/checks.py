@@ -6,6 +6,7 @@ import functools
 import math
 import os
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from eventlog.errors import InvalidInputError, InvalidTypeError
@@ -14,12 +15,21 @@ MAX_CONTENT_BYTES = 1024 * 1024
 """Default limit on the UTF-8 size of the content one event writes (1 MiB)."""
 
 MAX_IDENTIFIER_CHARS = 256
-"""Limit on identifiers: task, run and event ids, adapter names."""
+"""Limit on other identifiers: event ids, keys, the names of the people and models behind a
+write, and the names a search or a policy looks for."""
+
+MAX_ACTOR_CHARS = 128
+"""Limit on who writes: adapter names, producer task ids and run ids."""
+
+ACTOR_CHARS = "ASCII letters, digits and ._:-/@"
+"""The characters of an adapter name, producer task id or run id: printable ASCII only, so
+two names that look alike are alike."""
 
 MAX_POSITION = 2**63 - 1
 """The largest log position, count or row limit: SQLite's largest integer."""
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NOT_ACTOR = re.compile(r"[^A-Za-z0-9._:\-/@]")
 
 
 def utf8(name: str, value: str) -> bytes:
@@ -45,7 +55,8 @@ def check_content(name: str, value: object, *, max_bytes: int = MAX_CONTENT_BYTE
 
 
 def check_identifier(name: str, value: object, *, allow_empty: bool = False) -> str:
-    """Check a short identifier: no control characters, no surrounding whitespace."""
+    """Check a short identifier (an event id, a key, a name searched for): no control
+    characters, no surrounding whitespace. Who writes is checked by `check_actor`."""
     if not isinstance(value, str):
         raise InvalidTypeError(f"{name} must be str, not {type(value).__name__}")
     if not value:
@@ -80,6 +91,38 @@ def check_optional_identifier(name: str, value: object) -> str | None:
     if value is None:
         return None
     return check_identifier(name, value)
+
+
+def check_actor(name: str, value: object, *, allow_empty: bool = False) -> str:
+    """Check who writes an event (an adapter name, a producer task id, a run id): 1 to
+    `MAX_ACTOR_CHARS` characters from `ACTOR_CHARS`. Lookalikes (a zero-width space, a
+    Cyrillic letter, a Unicode hyphen, a space) are refused, not normalized."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{name} must be str, not {type(value).__name__}")
+    if not value:
+        if allow_empty:
+            return value
+        raise InvalidInputError(f"{name} must not be empty")
+    if len(value) > MAX_ACTOR_CHARS:
+        raise InvalidInputError(
+            f"{name} is {len(value)} characters long; the limit is {MAX_ACTOR_CHARS}"
+        )
+    outsider = _NOT_ACTOR.search(value)
+    if outsider is not None:
+        char = outsider.group()
+        label = f"U+{ord(char):04X} {unicodedata.name(char, '')}".rstrip()
+        raise InvalidInputError(
+            f"{name} may hold only {ACTOR_CHARS}; {label} at index {outsider.start()} "
+            "is not one of them"
+        )
+    return value
+
+
+def check_optional_actor(name: str, value: object) -> str | None:
+    """Like `check_actor`, but None passes; an empty string does not."""
+    if value is None:
+        return None
+    return check_actor(name, value)
 
 
 def check_position(name: str, value: object, *, minimum: int = 0) -> int:
