@@ -50,6 +50,7 @@ from projections.view import (
     read_model_at_head,
     view_at,
 )
+from projections.visible import escape_invisible
 
 __all__ = [
     "MEMORY_TYPES",
@@ -89,6 +90,7 @@ __all__ = [
     "check_scope",
     "check_tag",
     "default_projectors",
+    "escape_invisible",
     "fact_identity",
     "fold",
     "get_global_counter",
