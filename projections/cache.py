@@ -34,6 +34,7 @@ from eventlog import (
     EventLog,
     Head,
     NewEvent,
+    Problem,
     RecordedEvent,
     SQLiteEventLog,
     StorageError,
@@ -136,25 +137,26 @@ class CacheProjection:
         a `snapshot()`."""
         return checkpoints_at(self._cache, self._projectors, head)
 
-    def catch_up(self) -> Head:
-        """Fold what the log holds past the cache, re-linking its chain as it goes; return
-        where the cache is (at least the log's head as read on entry)."""
-        head = self._log.head()
+    def catch_up(self, head: Head | None = None) -> Head:
+        """Fold what the log holds past the cache up to `head` (default: the log's head now),
+        re-linking its chain as it goes; return where the cache is then. A cache past a head
+        read here is held to the log (another process may have folded further since)."""
+        from_log = head is None
+        head = self._log.head() if head is None else head
         if head == self._known:
             return head
         with self._cache.lock:
-            while True:
+            state: Head | None = None
+            while state is None or state.position < head.position:
                 with self._cache.write() as db:
                     state = self._state(db)
                     if state.position < head.position:
                         until = min(head.position, state.position + CATCH_UP_CHUNK)
-                        self._fold(db, state, until)
-                        continue
-                break
+                        state = self._fold(db, state, until)
         if state.position == head.position:
             if not _same_chain(state.chain_hash, head.chain_hash):
                 raise self._diverged(state.position)
-        else:
+        elif from_log:
             self._check(state)
         self._known = state
         return state
@@ -218,51 +220,36 @@ class CacheProjection:
 
     # -- folding ---------------------------------------------------------------------------
 
-    def _fold(self, db: sql.CacheDatabase, state: Head, until: int) -> None:
-        """Fold the log's rows after `state` up to `until` into `db`, in its transaction."""
-        folded = 0
+    def _fold(self, db: sql.CacheDatabase, state: Head, until: int) -> Head:
+        """Fold the log's rows after `state` up to `until` into `db`, in its transaction;
+        return where that leaves the cache."""
+        reached = state
         for batch in batches(self._linked(state, until)):
             advance(db, self._projectors, batch)
-            folded += len(batch)
-        if not folded:
+            reached = Head(position=batch[-1].position, chain_hash=batch[-1].chain_hash)
+        if reached == state:
             raise CorruptLogError(
                 f"the log's head is past position {state.position}, but it holds no row after it",
                 position=state.position + 1,
             )
-        log.debug("cache_folded", from_position=state.position, to_position=state.position + folded)
+        log.debug("cache_folded", from_position=state.position, to_position=reached.position)
+        return reached
 
     def _linked(self, state: Head, until: int) -> Iterator[RecordedEvent]:
         """The log's events after `state` up to `until`, each only once its stored bytes
         link to the chain from `state`'s chain value."""
-        rows = self._log.scan(after=max(state.position - 1, 0), until=until)
-        start = bytes.fromhex(self._genesis.chain_hash)
-        if state.position:
-            first = next(rows, None)
-            if (
-                first is None
-                or first.position != state.position
-                or not _same_chain(first.chain_hash.hex(), state.chain_hash)
-            ):
-                raise self._diverged(state.position)
-            start = first.chain_hash
-        elif not _same_chain(state.chain_hash, self._genesis.chain_hash):
-            raise self._diverged(0)
-        walker = ChainWalker(start, position=state.position)
-        for chunk in _chunks(rows):
-            try:
-                walker.walk(chunk)
-            except ChainBreak as brk:
-                log.warning(
-                    "cache_fold_refused",
-                    path=self._cache.path,
-                    position=brk.position,
-                    problem=str(brk.problem),
-                )
-                raise
-            for row in chunk:
-                yield decode_record(
-                    row.body, position=row.position, chain_hash=row.chain_hash.hex()
-                )
+        try:
+            yield from linked_events(self._log, after=state, until=until)
+        except ChainBreak as brk:
+            if brk.position <= state.position:
+                raise self._diverged(state.position) from None
+            log.warning(
+                "cache_fold_refused",
+                path=self._cache.path,
+                position=brk.position,
+                problem=str(brk.problem),
+            )
+            raise
 
     # -- the cache against the log -----------------------------------------------------------
 
@@ -378,7 +365,8 @@ class CacheTransaction:
         self.end_read()
         records = self._projection._log.append_many(events)
         if records:
-            self._projection.catch_up()
+            last = max(records, key=lambda record: record.position)
+            self._projection.catch_up(Head(position=last.position, chain_hash=last.chain_hash))
         return records
 
     def head_position(self) -> int:
@@ -403,6 +391,34 @@ class CacheTransaction:
         read, self._read, self._snapshot = self._read, None, None
         if read is not None:
             read.__exit__(None, None, None)
+
+
+def linked_events(
+    event_log: EventLog, *, after: Head | None = None, until: int | None = None
+) -> Iterator[RecordedEvent]:
+    """The log's events after `after` (default: from the genesis) up to `until`, decoded from
+    the stored bytes only once those link to the chain from `after`'s chain value; a
+    `ChainBreak` at the first that does not, or at `after` itself when the log holds another
+    chain value there."""
+    start = after or Head(position=0, chain_hash=genesis(event_log.log_id).hex())
+    rows = event_log.scan(after=max(start.position - 1, 0), until=until)
+    chain_value = genesis(event_log.log_id)
+    if start.position:
+        first = next(rows, None)
+        if first is not None and first.position == start.position:
+            chain_value = first.chain_hash
+    if not _same_chain(chain_value.hex(), start.chain_hash):
+        raise ChainBreak(
+            start.position,
+            Problem.CHAIN_BROKEN,
+            f"the log does not hold the chain value {start.chain_hash} at position "
+            f"{start.position}",
+        )
+    walker = ChainWalker(chain_value, position=start.position)
+    for chunk in _chunks(rows):
+        walker.walk(chunk)
+        for row in chunk:
+            yield decode_record(row.body, position=row.position, chain_hash=row.chain_hash.hex())
 
 
 def _chunks(rows: Iterator[StoredRow]) -> Iterator[list[StoredRow]]:

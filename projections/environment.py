@@ -33,6 +33,12 @@ DB = Setting(
     ".sdd/memory/memory.db",
     "the database the command line opens (`--db` overrides it)",
 )
+DSN = Setting(
+    ("FACTLEDGER_DSN",),
+    "",
+    "a log held elsewhere (`postgresql://…`) the command line opens; the database is then "
+    "this host's read-model cache of it (`--dsn` overrides it)",
+)
 TASK_ID = Setting(
     ("FACTLEDGER_TASK_ID", "BERNSTEIN_TASK_ID"),
     "manual-cli",
@@ -63,7 +69,7 @@ DEBUG = Setting(
     "off",
     "anything but `0`, `false`, `no` or `off`: the command line shows tracebacks and debug logs",
 )
-SETTINGS = (DB, TASK_ID, RUN_ID, ADAPTER, TRUST_POLICY, TRUST_ADAPTERS, DEBUG)
+SETTINGS = (DB, DSN, TASK_ID, RUN_ID, ADAPTER, TRUST_POLICY, TRUST_ADAPTERS, DEBUG)
 """Every setting, in the order README's table lists them."""
 
 _OFF = frozenset(("0", "false", "no", "off"))
@@ -72,6 +78,11 @@ _OFF = frozenset(("0", "false", "no", "off"))
 def db_path() -> str:
     """The database path for the command line."""
     return DB.value()
+
+
+def dsn() -> str | None:
+    """The log held elsewhere the command line opens, if one is set."""
+    return DSN.value() or None
 
 
 def task_id() -> str:

@@ -110,8 +110,12 @@ def blast_radius(
     producer_task_id: str | None = None,
     positions: Iterable[int] | None = None,
     since_position: int | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> BlastRadius:
-    """Trace a suspect (every given selector must match) through the log and the receipts."""
+    """Trace a suspect (every given selector must match) through the log and the receipts.
+
+    Given a `cache`, reads that host's cache of a log held elsewhere (`db_path` then names the
+    log: a file, or a `postgresql://` DSN), caught up first, instead of folding the log."""
     adapter = check_optional_identifier("source_adapter", source_adapter)
     producer = check_optional_identifier("producer_task_id", producer_task_id)
     chosen = check_positions("positions", positions)
@@ -123,7 +127,7 @@ def blast_radius(
     wanted = set(chosen)
     event_log = open_log(db_path, read_only=True)
     try:
-        with read_model_at_head(event_log, default_projectors()) as (snap, model):
+        with read_model_at_head(event_log, default_projectors(), cache=cache) as (snap, model):
             head = snap.head().position
             events = [
                 _suspect(r)

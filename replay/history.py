@@ -4,6 +4,10 @@ and what changed between two log positions (`diff`), each with the events respon
 `history` and `blame` read the live read model when its knowledge checkpoint is at the log's
 head, and fold the log into a scratch database otherwise, so they always describe the whole
 log. `diff` folds the log up to both points. Databases are opened read-only.
+
+Given a `cache`, `history` and `blame` read that host's cache of a log held elsewhere
+(`db_path` then names the log: a file, or a `postgresql://` DSN), caught up first, instead
+of folding the log.
 """
 
 from __future__ import annotations
@@ -137,13 +141,14 @@ def history(
     tag: str | None = None,
     key: str | None = None,
     run_id: str | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> FactHistory:
     """Every version of the facts matching the filters (all facts without any), oldest first.
 
     `run_id` selects versions published in that run (for run-scoped facts, the fact's run).
     """
     filters = _filters(scope, tag, key, run_id)
-    with _read_model(db_path) as (snap, model):
+    with _read_model(db_path, cache) as (snap, model):
         rows = inquiries.fact_versions(model, **filters)
         event_ids = _event_ids(snap, [row[0] for row in rows])
         versions = [_version(row, event_ids[row[0]]) for row in rows]
@@ -156,12 +161,13 @@ def blame(
     scope: str | None = None,
     tag: str | None = None,
     run_id: str | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> Blame:
     """For each current fact matching the filters: the event, producer and adapter that set it,
     and how many versions came before. `run_id` as in `history`."""
     filters = _filters(scope, tag, None, run_id)
     del filters["key"]
-    with _read_model(db_path) as (snap, model):
+    with _read_model(db_path, cache) as (snap, model):
         rows = inquiries.fact_blame(model, **filters)
         event_ids = _event_ids(snap, [row[5] for row in rows])
         lines = [
@@ -238,11 +244,13 @@ def _filters(
 
 
 @contextmanager
-def _read_model(db_path: str | os.PathLike[str]) -> Iterator[tuple[ReadSnapshot, Readable]]:
+def _read_model(
+    db_path: str | os.PathLike[str], cache: str | os.PathLike[str] | None
+) -> Iterator[tuple[ReadSnapshot, Readable]]:
     """A read snapshot of the log, and the knowledge read model at its head."""
     event_log = open_log(db_path, read_only=True)
     try:
-        with read_model_at_head(event_log, [KnowledgeProjector()]) as found:
+        with read_model_at_head(event_log, [KnowledgeProjector()], cache=cache) as found:
             yield found
     finally:
         event_log.close()

@@ -7,6 +7,11 @@ table is digested on both sides, a chunk at a time. With `swap=True`, one write 
 of the log (`Projection.replace`) recreates the live tables, copies the shadow's rows in,
 folds whatever was appended since the comparison, and resets every projector's checkpoint:
 no append is lost, and no reader ever sees a half-swapped read model.
+
+A host's cache of a log held elsewhere is rebuilt alike, into a fresh cache file beside it:
+the shadow folds the log's events only once their chain links (`projections.linked_events`)
+and is compared with the cache at the position the cache shows; a swap replaces the cache's
+tables in one cache transaction (`CacheProjection.replace`). The log is opened read-only.
 """
 
 from __future__ import annotations
@@ -18,14 +23,25 @@ from pathlib import Path
 
 import msgspec
 
-from eventlog import EventLog, Head, InvalidTypeError, RecordedEvent, open_log
+from eventlog import (
+    EventLog,
+    Head,
+    InvalidInputError,
+    InvalidTypeError,
+    RecordedEvent,
+    SQLiteEventLog,
+    open_log,
+)
 from eventlog.logs import get_logger
 from projections import (
     Projection,
     Projector,
+    Readable,
     ScratchDatabase,
     batches,
     default_projectors,
+    linked_events,
+    open_read_model,
     table_digest,
     table_exists,
 )
@@ -66,34 +82,26 @@ class RebuildReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def rebuild(
-    db_path: str | os.PathLike[str], *, swap: bool = False, progress: Progress | None = None
+    db_path: str | os.PathLike[str],
+    *,
+    swap: bool = False,
+    progress: Progress | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> RebuildReport:
     """Refold every projection from the log, compare it with the live read model, and with
     `swap=True` replace the live tables with the refold (repairing any drift).
 
-    `progress(position, head)` is called after each batch of events folded into the shadow.
+    With `cache`, `db_path` names a log held elsewhere (a file, or a `postgresql://` DSN) and
+    the live read model is that host's cache of it. `progress(position, head)` is called
+    after each batch of events folded into the shadow.
     """
     if not isinstance(swap, bool):
         raise InvalidTypeError(f"swap must be a bool, not {type(swap).__name__}")
-    path = Path(db_path)
-    projectors = default_projectors()
     start = time.perf_counter()
-    event_log = open_log(path, read_only=True)
-    try:
-        begun = event_log.head().position
-        with ScratchDatabase.beside(path) as shadow:
-            for projector in projectors:
-                projector.create(shadow)
-            folded = _fold(shadow, projectors, event_log.read(until=begun), begun, progress)
-            with event_log.snapshot() as snap:
-                head = snap.head()
-                tail = snap.read(folded or 0, until=head.position)
-                _fold(shadow, projectors, tail, head.position, progress)
-                live = _live_digests(event_log, projectors, head)
-            tables = _compare(live.digests, shadow, projectors)
-            swapped_at = _swap(path, shadow, projectors, head) if swap else None
-    finally:
-        event_log.close()
+    if cache is None:
+        head, live, tables, swapped_at = _rebuild_file(db_path, swap, progress)
+    else:
+        head, live, tables, swapped_at = _rebuild_cache(db_path, cache, swap, progress)
     seconds = time.perf_counter() - start
     events = head.position if swapped_at is None else swapped_at
     matches = not live.stale and all(t.matches for t in tables)
@@ -111,6 +119,75 @@ def rebuild(
     )
 
 
+_Outcome = tuple[Head, "_Live", list[TableComparison], int | None]
+"""The position compared at, the live side, each table compared, and where a swap left it."""
+
+
+def _rebuild_file(
+    db_path: str | os.PathLike[str], swap: bool, progress: Progress | None
+) -> _Outcome:
+    """Rebuild the read model kept in the log's own file."""
+    event_log = open_log(db_path, read_only=True)
+    try:
+        if not isinstance(event_log, SQLiteEventLog):
+            raise InvalidInputError(
+                "a log held elsewhere keeps no read model of its own: name the host's cache "
+                "to rebuild (cache=...)"
+            )
+        path = Path(db_path)
+        projectors = default_projectors()
+        begun = event_log.head().position
+        with ScratchDatabase.beside(path) as shadow:
+            for projector in projectors:
+                projector.create(shadow)
+            folded = _fold(shadow, projectors, event_log.read(until=begun), begun, progress)
+            with event_log.snapshot() as snap:
+                head = snap.head()
+                tail = snap.read(folded or 0, until=head.position)
+                _fold(shadow, projectors, tail, head.position, progress)
+                live = _live_digests(event_log, projectors, head)
+            tables = _compare(live.digests, shadow, projectors)
+            swapped_at = _swap(path, shadow, projectors, head) if swap else None
+    finally:
+        event_log.close()
+    return head, live, tables, swapped_at
+
+
+def _rebuild_cache(
+    db_path: str | os.PathLike[str],
+    cache: str | os.PathLike[str],
+    swap: bool,
+    progress: Progress | None,
+) -> _Outcome:
+    """Rebuild a host's cache of a log held elsewhere, into a fresh cache file beside it."""
+    event_log = open_log(db_path, read_only=True)
+    try:
+        projectors = default_projectors()
+        model = open_read_model(event_log, projectors, cache=cache)
+        try:
+            model.open()
+            with ScratchDatabase.beside(Path(cache)) as shadow:
+                for projector in projectors:
+                    projector.create(shadow)
+                with model.snapshot() as snap:
+                    head = snap.head()
+                    events = linked_events(event_log, until=head.position)
+                    _fold(shadow, projectors, events, head.position, progress)
+                    stale = [] if model.current_at(head) else [p.name for p in projectors]
+                    live = _Live(stale=stale, digests=_digests(snap, projectors))
+                tables = _compare(live.digests, shadow, projectors)
+                swapped_at = model.replace(shadow, head) if swap else None
+        finally:
+            model.close()
+    finally:
+        event_log.close()
+    if swapped_at is not None:
+        log.info(
+            "rebuild_swapped", position=swapped_at, appended_meanwhile=swapped_at - head.position
+        )
+    return head, live, tables, swapped_at
+
+
 class _Live(msgspec.Struct, frozen=True, kw_only=True):
     """The live read model in one snapshot: stale checkpoints and each table's digest."""
 
@@ -121,15 +198,19 @@ class _Live(msgspec.Struct, frozen=True, kw_only=True):
 
 def _live_digests(event_log: EventLog, projectors: Sequence[Projector], head: Head) -> _Live:
     """Digest the live read model; call inside the log snapshot whose head is `head`."""
-    database = Projection(event_log, projectors).database
     return _Live(
         stale=[p.name for p in projectors if not Projection(event_log, [p]).current_at(head)],
-        digests={
-            table: table_digest(database, table) if table_exists(database, table) else None
-            for projector in projectors
-            for table in projector.tables
-        },
+        digests=_digests(Projection(event_log, projectors).database, projectors),
     )
+
+
+def _digests(database: Readable, projectors: Sequence[Projector]) -> dict[str, str | None]:
+    """Each projector table's digest in `database`, None for a table that is missing."""
+    return {
+        table: table_digest(database, table) if table_exists(database, table) else None
+        for projector in projectors
+        for table in projector.tables
+    }
 
 
 def _compare(
