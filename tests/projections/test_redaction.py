@@ -54,6 +54,46 @@ def test_near_misses_are_not_masked(text: str) -> None:
     assert text == redact_value(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("visa 4111\u200b1111\u200b1111\u200b1111 ok", "visa [REDACTED] ok"),
+        ("visa 4111 1111\u2060 1111 1111", "visa [REDACTED]"),
+        ("visa \uff14\uff11\uff11\uff11111111111111", "visa [REDACTED]"),
+        ("mail alice\uff20example.com now", "mail [REDACTED] now"),
+        ("mail ali\u00adce@exam\u200bple.com", "mail [REDACTED]"),
+        ("call +4915112345678.", "call [REDACTED]."),
+        ("call +49 151 12345678", "call [REDACTED]"),
+        ("call +33 1 42 68 53 00", "call [REDACTED]"),
+        ("call \uff0b4915112345678", "call [REDACTED]"),
+        ("ssn 123\u200b-45-6789", "ssn [REDACTED]"),
+    ],
+)
+def test_personal_data_hidden_by_lookalikes_is_masked_whole(text: str, expected: str) -> None:
+    """Matching runs on the NFKC reading without invisible characters, and the whole stretch
+    of the original it came from is masked; international numbers lose their `+` too."""
+    assert expected == redact_value(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "zero\u200bwidth \uff21\uff22\uff23 \ufb01le \u3164 kept as they were",
+        "line one\nline two\talice",
+        "path C:\\users\\x",
+        "digits split by a newline 4111 1111\n1111 1112",
+    ],
+)
+def test_text_outside_a_match_is_shown_as_it_was(text: str) -> None:
+    """Normalizing is only for matching: nothing outside a match changes."""
+    assert text == redact_value(text)
+
+
+def test_lines_stay_apart() -> None:
+    """Whitespace is kept for matching, so an address never swallows the line before it."""
+    assert "line1\n[REDACTED]" == redact_value("line1\nalice@example.com")
+
+
 def test_redaction_never_changes_stored_data(store: object) -> None:
     """Redaction works on a copy; what is stored stays verbatim."""
     from projections import CrossTaskKB, SQLiteMemoryStore
