@@ -7,7 +7,7 @@ from typing import Literal
 
 from eventlog.checks import MAX_POSITION, check_finite, check_identifier
 from eventlog.errors import InvalidInputError, InvalidTypeError
-from projections.visible import escape_invisible, find_invisible
+from projections.visible import find_invisible
 
 MemoryType = Literal[
     "convention", "decision", "learning", "episodic", "semantic", "procedural", "cross_task"
@@ -51,7 +51,7 @@ def check_tag(value: object, *, name: str = "tag") -> str:
     if hidden is not None:
         raise InvalidInputError(
             f"{name} must not contain invisible characters: U+{ord(value[hidden]):04X} at "
-            f"index {hidden} in {escape_invisible(value, keep_newlines=False)}"
+            f"index {hidden}"
         )
     return value
 

@@ -1,7 +1,9 @@
 """Bad input: every public method of the store, the knowledge base, the trust policy and the
 prompt path, fed garbage. Each gets a clear FactledgerError (a TypeError or ValueError
 subclass where the input is of the wrong type or value) and nothing changes; legitimate
-oddities (LIKE wildcards, SQL text, NUL in free text) simply work."""
+oddities (LIKE wildcards, SQL text, NUL in free text) simply work. Every write path refuses
+adapter names, producer task ids and run ids that only look like ordinary ones, and tags
+holding invisible characters."""
 
 from __future__ import annotations
 
@@ -38,6 +40,33 @@ HUGE = 10**20
 TOO_LONG = MAX_CONTENT_BYTES + 1
 SURROGATE = "\ud800"
 SQL = "'; DROP TABLE fl_events; --"
+CHARSET = r"may hold only ASCII letters, digits and \._:-/@; "
+LOOKALIKE_IDS = {
+    "zero-width-space": ("claude\u200bcode", CHARSET + r"U\+200B ZERO WIDTH SPACE at index 6"),
+    "byte-order-mark": ("\ufeffclaude-code", CHARSET + r"U\+FEFF"),
+    "cyrillic-es": ("\u0441laude-code", CHARSET + r"U\+0441 CYRILLIC SMALL LETTER ES at index 0"),
+    "unicode-hyphen": ("claude\u2010code", CHARSET + r"U\+2010 HYPHEN"),
+    "space": ("claude code", CHARSET + r"U\+0020 SPACE"),
+    "no-break-space": ("claude\u00a0code", CHARSET + r"U\+00A0"),
+    "fullwidth": ("\uff43laude-code", CHARSET + r"U\+FF43"),
+    "quote": ("t'--", CHARSET + r"U\+0027"),
+    "too-long": ("a" * 129, "129 characters long; the limit is 128"),
+}
+"""Identifiers of who writes that look like (or hide) another one: each refused by name."""
+INVISIBLE_TAGS = {
+    "zero-width-space": "api\u200b",
+    "variation-selector": "api\ufe0f",
+    "variation-selector-supplement": "api\U000e0100",
+    "hangul-filler": "\u3164",
+    "halfwidth-hangul-filler": "a\uffa0pi",
+    "combining-grapheme-joiner": "a\u034fpi",
+    "unicode-tag": "api\U000e0041",
+    "line-separator": "a\u2028pi",
+    "bidi-override": "\u202eipa",
+    "private-use": "api\ue000",
+    "unassigned": "api\u0378",
+}
+"""Tags that print like another tag (or like nothing)."""
 
 
 @dataclass
@@ -162,7 +191,7 @@ STORE_CASES = [
     case(add(task_id="t\x00"), VALUE, "task_id", "add-task-nul"),
     case(add(task_id=" t"), VALUE, "task_id", "add-task-padded"),
     case(add(task_id=SURROGATE), VALUE, "task_id", "add-task-surrogate"),
-    case(add(task_id="t" * 257), VALUE, "task_id", "add-task-too-long"),
+    case(add(task_id="t" * 129), VALUE, "task_id", "add-task-too-long"),
     case(add(source_adapter=""), VALUE, "source_adapter", "add-adapter-empty"),
     case(add(source_adapter=["codex"]), TYPE, "source_adapter", "add-adapter-list"),
     case(add(source_adapter="co\ndex"), VALUE, "source_adapter", "add-adapter-newline"),
@@ -509,6 +538,77 @@ def recall(*args: object, **options: object) -> Call:
     return lambda s: load_persistent_memory(s.store, *args, **options)  # type: ignore[arg-type]
 
 
+def lookalike_id_cases() -> list[object]:
+    """Every write path that names who writes, fed each lookalike identifier."""
+    paths: dict[str, tuple[str, Callable[[str], Call]]] = {
+        "store-adapter": ("source_adapter", lambda v: store_at(source_adapter=v)),
+        "add-adapter": ("source_adapter", lambda v: add(source_adapter=v)),
+        "add-task": ("task_id", lambda v: add(task_id=v)),
+        "add_many-adapter": (
+            "source_adapter",
+            lambda v: lambda s: s.store.add_many([row(), row(source_adapter=v)]),
+        ),
+        "episodic-task": ("task_id", lambda v: lambda s: s.store.add_episodic("x", v)),
+        "kb-run": ("run_id", lambda v: lambda s: CrossTaskKB(s.store, run_id=v)),
+        "kb-producer": (
+            "producer_task_id",
+            lambda v: lambda s: CrossTaskKB(s.store, producer_task_id=v),
+        ),
+        "kb-adapter": (
+            "source_adapter",
+            lambda v: lambda s: CrossTaskKB(s.store, source_adapter=v),
+        ),
+        "publish-adapter": ("source_adapter", lambda v: publish(source_adapter=v)),
+        "publish_many-adapter": (
+            "source_adapter",
+            lambda v: lambda s: s.kb.publish_many([("t", "k", "v")], scope="run", source_adapter=v),
+        ),
+    }
+    return [
+        case(make(value), VALUE, f"{field} .*{message}", f"{path}-{name}")
+        for path, (field, make) in paths.items()
+        for name, (value, message) in LOOKALIKE_IDS.items()
+    ]
+
+
+def invisible_tag_cases() -> list[object]:
+    """Every path that takes a tag, fed each tag holding an invisible character."""
+    paths: dict[str, Callable[[str], Call]] = {
+        "add": lambda v: add(tags=["ok", v]),
+        "add_many": lambda v: lambda s: s.store.add_many([row(), row(tags=[v])]),
+        "publish": lambda v: publish(tag=v),
+        "publish_many": lambda v: lambda s: s.kb.publish_many([(v, "k", "v")], scope="run"),
+        "list": lambda v: lambda s: s.store.list(tags=[v]),
+        "relevant": lambda v: lambda s: s.store.get_relevant([v]),
+        "subscribe": lambda v: lambda s: s.kb.subscribe(v, scope="project"),
+    }
+    return [
+        case(make(value), VALUE, r"tag.*invisible characters: U\+", f"{path}-tag-{name}")
+        for path, make in paths.items()
+        for name, value in INVISIBLE_TAGS.items()
+    ]
+
+
+IDENTITY_CASES = [
+    *lookalike_id_cases(),
+    *invisible_tag_cases(),
+    *[
+        case(
+            recall(["api"], **{field: value}),
+            VALUE,
+            f"{field} .*{message}",
+            f"recall-{field}-{name}",
+        )
+        for field in ("task_id", "run_id", "adapter")
+        for name, (value, message) in LOOKALIKE_IDS.items()
+    ],
+    *[
+        case(recall([value]), VALUE, r"tags\[0\].*invisible", f"recall-tag-{name}")
+        for name, value in INVISIBLE_TAGS.items()
+    ],
+]
+
+
 PROMPT_CASES = [
     case(lambda s: load_persistent_memory(None, ["api"]), TYPE, "store", "recall-store-none"),  # type: ignore[arg-type]
     case(
@@ -534,7 +634,9 @@ PROMPT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("call", "error", "match"), STORE_CASES + KB_CASES + POLICY_CASES)
+@pytest.mark.parametrize(
+    ("call", "error", "match"), STORE_CASES + KB_CASES + POLICY_CASES + IDENTITY_CASES
+)
 def test_bad_input_raises_a_clear_error_and_changes_nothing(
     subject: Subject, call: Call, error: type[FactledgerError], match: str
 ) -> None:
@@ -583,12 +685,14 @@ def test_like_wildcards_in_tags_match_only_themselves(subject: Subject) -> None:
     """`%` and `_` in tags, allow-lists and fact tags are ordinary characters, never patterns."""
     store = subject.store
     ids = {tag: store.add("learning", tag, [tag]) for tag in ("%", "a_b", "aXb", "a%b", "_")}
-    percent = store.add("learning", "by %", ["api"], source_adapter="%")
+    underscore = store.add("learning", "by a_b", ["api"], source_adapter="a_b")
+    store.add("learning", "by aXb", ["api"], source_adapter="aXb")
     assert [ids["%"]] == [e.id for e in store.list(tags=["%"])]
     assert [ids["a_b"]] == [e.id for e in store.list(tags=["a_b"])]
     assert [ids["_"]] == [e.id for e in store.get_relevant(["_"])]
-    assert [percent] == [e.id for e in store.query(read_only_from_adapters=["%"])]
+    assert [underscore] == [e.id for e in store.query(read_only_from_adapters=["a_b"])]
     assert [] == store.query(read_only_from_adapters=["_"])
+    assert [] == store.query(read_only_from_adapters=["%"])
     subject.kb.publish("%", "k", "percent", scope="project")
     assert [] == list(subject.kb.subscribe("_", scope="project"))
     assert ["percent"] == [f.value for f in subject.kb.subscribe("%", scope="project")]
@@ -596,13 +700,14 @@ def test_like_wildcards_in_tags_match_only_themselves(subject: Subject) -> None:
 
 def test_sql_text_is_stored_as_data(subject: Subject) -> None:
     """SQL metacharacters in content, tags, keys and values are data: stored and read back
-    exactly, with every table intact and the chain verifying."""
+    exactly, with every table intact and the chain verifying. (Identifiers of who writes
+    cannot hold them: see the lookalike cases.)"""
     store, kb = subject.store, subject.kb
     tag = "x' OR '1'='1"
-    entry_id = store.add("decision", SQL, [tag, "'; DELETE FROM fl_memory; --"], task_id="t'--")
+    entry_id = store.add("decision", SQL, [tag, "'; DELETE FROM fl_memory; --"], task_id="t--")
     fact = kb.publish(tag, "'); DROP TABLE fl_fact; --", '" OR ""="', scope="project")
     [stored] = store.list(tags=[tag], type="decision")
-    assert (entry_id, SQL, "t'--") == (stored.id, stored.content, stored.task_id)
+    assert (entry_id, SQL, "t--") == (stored.id, stored.content, stored.task_id)
     assert [fact] == list(kb.subscribe(tag, scope="project"))
     assert [fact] == kb.history(tag, "'); DROP TABLE fl_fact; --", scope="project")
     assert 5 == len(store.list())
@@ -638,10 +743,13 @@ def test_free_text_round_trips_exactly(subject: Subject, text: str) -> None:
 
 
 def test_limits_at_their_boundaries_are_accepted(subject: Subject) -> None:
-    """The largest limit, a 200-character tag and 256-character identifiers are accepted."""
+    """The largest limit, a 200-character tag, 128-character identifiers of who writes made of
+    every allowed character, and Unicode tags without invisible characters are accepted."""
     store = subject.store
-    tag, name = "t" * 200, "n" * 256
-    entry_id = store.add("learning", "x", [tag], task_id=name, source_adapter=name)
+    tag, name = "t" * 200, ("Az09._:-/@" * 13)[:128]
+    entry_id = store.add(
+        "learning", "x", [tag, "日本語", "café"], task_id=name, source_adapter=name
+    )
     assert [entry_id] == [e.id for e in store.query(tags=[tag], limit=2**63 - 1)]
     assert [entry_id] == [
         e.id for e in store.get_relevant([tag], limit=2**63 - 1, read_only_from_adapters=[name])
