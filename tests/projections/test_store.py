@@ -275,7 +275,7 @@ def test_decay_multiplies_importance_and_is_an_event(store: SQLiteMemoryStore) -
         (lambda s: s.add("learning", "x", importance=float("nan")), InvalidInputError, "finite"),
         (lambda s: s.add("learning", "x", importance="high"), InvalidTypeError, "number"),
         (lambda s: s.add("learning", "x", task_id=""), InvalidInputError, "task_id"),
-        (lambda s: s.add("learning", "x", source_adapter="a\nb"), InvalidInputError, "control"),
+        (lambda s: s.add("learning", "x", source_adapter="a\nb"), InvalidInputError, "hold only"),
         (lambda s: s.add("learning", "\ud800"), InvalidInputError, "surrogate"),
         (lambda s: s.add("learning", "x" * (1024 * 1024 + 1)), InvalidInputError, "limit"),
         (lambda s: s.list(limit=0), InvalidInputError, "at least 1"),
