@@ -25,19 +25,24 @@ from replay import (  # noqa: E402
     as_of,
     blame,
     blast_radius,
+    checkpoint,
     diff,
     export_log,
     history,
+    prove_inclusion,
+    quarantine,
     rebuild,
+    release,
     verify,
+    verify_inclusion,
 )
-from tests.eventlog.conftest import PgLog, pg, pg_server  # noqa: E402, F401
+from tests.eventlog.conftest import PgLog  # noqa: E402
 from tests.projections.test_cache import _tailer, _writer, added, tables  # noqa: E402
 from tests.replay.test_history import script  # noqa: E402
 
 
 @pytest.fixture
-def dsn(pg: PgLog) -> str:  # noqa: F811
+def dsn(pg: PgLog) -> str:
     """This test's log, on the server."""
     return pg.dsn
 
@@ -134,7 +139,7 @@ def test_a_deleted_cache_is_rebuilt_from_the_server(
 def test_a_cache_ahead_of_or_disagreeing_with_the_server_is_refused_and_kept(
     tmp_path: Path,
     pg: PgLog,
-    dsn: str,  # noqa: F811
+    dsn: str,
 ) -> None:
     """The server restored from an old backup (it lost events a host folded) is refused; so
     is the server once other events took those positions. The cache stays as it was."""
@@ -181,5 +186,22 @@ def test_audit_commands_work_against_the_server(tmp_path: Path, dsn: str) -> Non
         rebuild(dsn)
     with open_view(cache, log=dsn) as view:
         assert "not a fact" in [e.content for e in view.list(type="learning")]
+    held = checkpoint(dsn)
+    assert verify(dsn, checkpoint=held).ok
+    row = next(server.scan(after=2, until=3))
+    assert verify_inclusion(prove_inclusion(dsn, 3, held), row, held)
     assert head == server.head()
     server.close()
+
+
+def test_quarantine_and_release_write_to_the_server(tmp_path: Path, dsn: str) -> None:
+    """A responder quarantines and releases through the server's DSN; every host sees both."""
+    with SQLiteMemoryStore(tmp_path / "writer.db", log=dsn) as store:
+        script(store)
+    applied = quarantine(dsn, source_adapter="codex", reason="suspect on every host")
+    with SQLiteMemoryStore(tmp_path / "host.db", log=dsn) as host:
+        kb = CrossTaskKB(host)
+        assert ["v1"] == [f.value for f in kb.subscribe("api", scope="project")]
+        release(dsn, applied, reason="cleared")
+        assert applied + 1 == host.sync(min_position=applied + 1)
+        assert ["v3"] == [f.value for f in kb.subscribe("api", scope="project")]
