@@ -20,7 +20,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from eventlog import ChainBreak, MemoryAdded, NewEvent, open_log, verify_chain
+from eventlog import (
+    ChainBreak,
+    InvalidInputError,
+    InvalidTypeError,
+    MemoryAdded,
+    NewEvent,
+    open_log,
+    verify_chain,
+)
 from eventlog.chain import genesis
 from projections import (
     CacheRefusedError,
@@ -152,6 +160,23 @@ def test_sync_waits_for_the_log_to_reach_a_position(host: Host) -> None:
     finally:
         later.join()
     assert ["late"] == [e.content for e in reader.list()]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ({"min_position": -1}, InvalidInputError),
+        ({"min_position": "3"}, InvalidTypeError),
+        ({"timeout": -1.0}, InvalidInputError),
+        ({"timeout": float("nan")}, InvalidInputError),
+    ],
+)
+def test_sync_refuses_bad_arguments(
+    host: Host, arguments: dict[str, Any], error: type[Exception]
+) -> None:
+    """A position that is not one, or a timeout that is not a duration, is a clear error."""
+    with pytest.raises(error):
+        host().sync(**arguments)
 
 
 def test_an_append_commits_in_the_log_whatever_the_enclosing_with_does(host: Host) -> None:
@@ -341,22 +366,24 @@ def test_a_cache_whose_chain_disagrees_with_the_log_is_refused_and_kept(
 
 
 def test_an_open_store_refuses_to_read_past_a_log_that_changed_under_it(
-    tmp_path: Path, remote: Path, host: Host
+    remote: Path, host: Host
 ) -> None:
-    """A handle that is already open notices on its next read that the log's head no longer
-    extends what it folded."""
-    writer = host("a")
+    """A handle that is already open notices on its next read that the log no longer holds
+    what it folded (its last event replaced behind the log's back)."""
+    writer, reader = host("a"), host("b")
     writer.add("learning", "e1")
-    reader = host("b")
-    assert 1 == reader.sync()
-    rewritten = tmp_path / "rewritten.db"
-    forked = open_log(rewritten)
-    reader._log = forked  # type: ignore[attr-defined]
-    reader._projection._log = forked  # type: ignore[attr-defined]
-    forked.append(added("another first"))
-    with pytest.raises(CacheRefusedError):
+    writer.add("learning", "e2")
+    assert 2 == reader.sync()
+    raw = sqlite3.connect(remote)
+    raw.execute("DROP TRIGGER fl_events_no_delete")
+    raw.execute("DELETE FROM fl_events WHERE position = 2")
+    raw.commit()
+    raw.close()
+    rewritten = open_log(remote)
+    rewritten.append(added("another second"))
+    rewritten.close()
+    with pytest.raises(CacheRefusedError, match="at position 2"):
         reader.list()
-    forked.close()
 
 
 def test_an_event_whose_chain_does_not_link_is_never_folded(
