@@ -117,6 +117,9 @@ class CacheProjection:
     def open(self) -> None:
         """Claim the cache for this log, hold its checkpoints to the log, start over any
         projector that is new or at another version, and catch up."""
+        with self._cache.read() as db:
+            self._refuse_other_files(db)
+        self._cache.use_wal()
         with self._cache.write() as db:
             self._claim(db)
             db.execute(sql.CHECKPOINT_DDL)
@@ -253,9 +256,8 @@ class CacheProjection:
 
     # -- the cache against the log -----------------------------------------------------------
 
-    def _claim(self, db: sql.CacheDatabase) -> None:
-        """Record the log this cache folds, or refuse a cache of another log (or a file that
-        is no cache at all, such as a log's own file)."""
+    def _refuse_other_files(self, db: sql.CacheDatabase) -> None:
+        """Refuse a file that is no cache at all, such as a log's own file."""
         tables = {row[0] for row in db.execute(sql.CACHE_TABLES)}
         if tables and sql.CACHE_META_TABLE not in tables:
             raise CacheRefusedError(
@@ -263,6 +265,11 @@ class CacheProjection:
                 "log's own file?); it was left untouched",
                 path=self._cache.path,
             )
+
+    def _claim(self, db: sql.CacheDatabase) -> None:
+        """Record the log this cache folds, or refuse a cache of another log (or a file that
+        is no cache at all)."""
+        self._refuse_other_files(db)
         db.execute(sql.CACHE_META_DDL)
         row = db.execute(sql.CACHE_META_GET, (LOG_ID,))
         if not row:
@@ -342,6 +349,12 @@ class _CacheSnapshot:
         if self._head is None:
             self._head = self._projection._state(self._db)
         return self._head
+
+    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
+        """The log's events after `after` up to `until`, never past the position this read
+        of the cache shows."""
+        last = self.head().position if until is None else min(until, self.head().position)
+        return self._projection._log.read(after, until=last)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Query the cache in this read."""

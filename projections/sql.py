@@ -475,11 +475,16 @@ class CacheDatabase(Database):
         super().__init__(conn, where, owned=True)
         self.lock = threading.RLock()
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
             conn.close()
             raise translate(exc, "configure", where) from None
+
+    def use_wal(self) -> None:
+        """Let readers and a writer work at once (WAL). Call it once the file is known to be
+        a cache: it changes the file, and another file must be left as it was."""
+        with self.lock:
+            self._run("PRAGMA journal_mode=WAL", "configure")
 
     @property
     def in_transaction(self) -> bool:

@@ -311,6 +311,23 @@ def test_a_log_file_is_never_taken_for_a_cache(tmp_path: Path, remote: Path) -> 
     assert before == file_digest(one_file)
 
 
+def test_a_file_of_other_tables_is_never_taken_for_a_cache(tmp_path: Path, remote: Path) -> None:
+    """A database of other tables named as the cache is refused before anything is written
+    to it, its journal mode included."""
+    other = tmp_path / "legacy.db"
+    raw = sqlite3.connect(other)
+    raw.execute("CREATE TABLE memory (id INTEGER PRIMARY KEY, content TEXT)")
+    raw.commit()
+    raw.close()
+    before = file_digest(other)
+    with pytest.raises(CacheRefusedError, match="is not a read-model cache"):
+        SQLiteMemoryStore(other, log=remote)
+    assert before == file_digest(other)
+    raw = sqlite3.connect(other)
+    assert "delete" == raw.execute("PRAGMA journal_mode").fetchone()[0]
+    raw.close()
+
+
 def test_a_cache_ahead_of_the_log_is_refused_and_kept(
     tmp_path: Path, remote: Path, host: Host
 ) -> None:
