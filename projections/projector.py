@@ -33,6 +33,7 @@ from eventlog import (
     NewEvent,
     ReadSnapshot,
     RecordedEvent,
+    chain_at,
 )
 from eventlog.chain import genesis
 from eventlog.checks import check_finite, check_position
@@ -329,7 +330,7 @@ class Projection:
             return f"version {version} -> {projector.version}"
         if position > head:
             return f"checkpoint at {position} is past the log head {head}"
-        if position and next(tx.read(position - 1, position)).chain_hash != chain_hash:
+        if position and chain_at(tx, position) != chain_hash:
             return f"checkpoint at {position} does not match the log"
         return None
 
@@ -357,9 +358,7 @@ class Projection:
         transaction, so readers see the old read model or the new one, and no append is lost.
         Returns the position the read model is at afterwards."""
         with self._log.transaction() as tx:
-            if folded.position and (
-                next(tx.read(folded.position - 1, folded.position)).chain_hash != folded.chain_hash
-            ):
+            if folded.position and chain_at(tx, folded.position) != folded.chain_hash:
                 raise CorruptLogError(
                     f"the log changed at or before position {folded.position} while the read "
                     "model was being refolded; nothing was replaced",
