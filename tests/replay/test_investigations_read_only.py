@@ -10,7 +10,7 @@ import pytest
 
 from eventlog import FactPublished, NewEvent, open_log
 from projections import CrossTaskKB, SQLiteMemoryStore, load_persistent_memory
-from replay import as_of, blame, blast_radius, diff, history, verify
+from replay import as_of, blame, blast_radius, checkpoint, diff, history, prove_inclusion, verify
 
 
 def evidence(db_path: Path) -> tuple[str, int]:
@@ -42,6 +42,8 @@ INVESTIGATIONS: dict[str, Callable[[Path], object]] = {
     "diff": lambda p: diff(p, 1, 4),
     "as_of": lambda p: as_of(p, position=4).list(),
     "blast_radius": lambda p: blast_radius(p, source_adapter="evil"),
+    "checkpoint": lambda p: checkpoint(p),
+    "prove": lambda p: prove_inclusion(p, 2, checkpoint(p)),
 }
 
 
