@@ -7,7 +7,7 @@ tables and progress.
 
 from __future__ import annotations
 
-from replay.cli import agents, audit, demo, forensics, history, memory
+from replay.cli import agents, audit, demo, forensics, history, memory, postgres
 from replay.cli.app import app, main
 from replay.cli.errors import DemoFailed
 
@@ -21,4 +21,5 @@ __all__ = [
     "history",
     "main",
     "memory",
+    "postgres",
 ]

@@ -113,6 +113,7 @@ class _Group(click.Group):
     """Runs one command; what goes wrong in it becomes one line on stderr and an exit code."""
 
     command_class = _Command
+    group_class = type
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -1,0 +1,82 @@
+"""PostgreSQL: `pg init` creates the shared log and its roles; `pg add-agent` binds a login
+role to one adapter, so the database itself refuses that role's writes under any other."""
+
+from __future__ import annotations
+
+import click
+
+from eventlog.checks import check_actor
+from projections import environment
+from replay.cli.app import EXIT_OK, Session, app
+
+
+def _dsn(given: str | None) -> str:
+    dsn = given or environment.dsn()
+    if not dsn:
+        raise click.UsageError(f"give --dsn postgresql://... or set {environment.DSN.source()}")
+    return dsn
+
+
+@app.group("pg")
+def pg() -> None:
+    """Set up the log in PostgreSQL for many hosts (needs the `postgres` extra)."""
+
+
+@pg.command("init")
+@click.option("--dsn", metavar="DSN", help="postgresql://... (default: $FACTLEDGER_DSN)")
+@click.option(
+    "--role-prefix",
+    metavar="PREFIX",
+    default="factledger",
+    show_default=True,
+    help="names the owner, writer and reader roles PREFIX_owner, PREFIX_writer, PREFIX_reader",
+)
+@click.pass_obj
+def init(session: Session, dsn: str | None, role_prefix: str) -> int:
+    """Create the log's schema and its owner, writer and reader roles (PUBLIC gets nothing).
+
+    Run it as a role that may create roles and schemas. Safe to run again.
+    """
+    from eventlog.postgres import init_schema
+
+    roles = init_schema(_dsn(dsn), role_prefix=role_prefix)
+    session.emit(
+        {"owner": roles.owner, "writer": roles.writer, "reader": roles.reader},
+        f"log ready; roles: owner {roles.owner}, writer {roles.writer}, reader {roles.reader}",
+    )
+    return EXIT_OK
+
+
+@pg.command("add-agent")
+@click.argument("role")
+@click.option("--adapter", metavar="NAME", required=True, help="the one adapter it may write as")
+@click.option("--dsn", metavar="DSN", help="postgresql://... (default: $FACTLEDGER_DSN)")
+@click.option("--role-prefix", metavar="PREFIX", default="factledger", show_default=True)
+@click.option(
+    "--password-file",
+    type=click.File("r"),
+    help="read the role's password from this file (first line); without it the role has none",
+)
+@click.pass_obj
+def add_agent(
+    session: Session,
+    role: str,
+    adapter: str,
+    dsn: str | None,
+    role_prefix: str,
+    password_file: click.utils.LazyFile | None,
+) -> int:
+    """Create login ROLE, a writer whose appends the database refuses unless every event
+    names --adapter as its source adapter. A binding is never changed."""
+    from eventlog.postgres import add_agent as bind
+
+    password = password_file.readline().rstrip("\n") if password_file is not None else None
+    bind(
+        _dsn(dsn),
+        role,
+        check_actor("--adapter", adapter),
+        role_prefix=role_prefix,
+        password=password or None,
+    )
+    session.emit({"role": role, "adapter": adapter}, f"role {role} may write as {adapter} only")
+    return EXIT_OK
