@@ -34,12 +34,11 @@ from projections import (
     CacheRefusedError,
     CrossTaskKB,
     MemoryTrustPolicy,
-    ScratchDatabase,
     SQLiteMemoryStore,
     SyncTimeoutError,
-    default_projectors,
-    fold,
     load_persistent_memory,
+    sql,
+    view_at,
 )
 from projections.cache import CacheProjection
 from projections.tables import table_rows
@@ -76,19 +75,22 @@ def cache_path(tmp_path: Path, name: str) -> Path:
     return tmp_path / name / "cache.db"
 
 
+TABLES = (*sql.KNOWLEDGE_TABLES, *sql.RECEIPT_TABLES)
+"""Every table of the read model a store keeps."""
+
+
 def tables(store: SQLiteMemoryStore) -> Tables:
-    projectors = default_projectors(store.event_log.log_id)
     with store.snapshot() as snap:
-        return {t: list(table_rows(snap, t)) for p in projectors for t in p.tables}
+        return {table: list(table_rows(snap, table)) for table in TABLES}
 
 
 def refolded(log_path: Path) -> Tables:
+    """The read model folded from the log in memory, apart from any cache."""
     event_log = open_log(log_path, read_only=True)
-    projectors = default_projectors(event_log.log_id)
     try:
-        with ScratchDatabase() as scratch:
-            fold(scratch, projectors, event_log.read())
-            return {t: list(table_rows(scratch, t)) for p in projectors for t in p.tables}
+        view = view_at(event_log, event_log.head().position, db_path=log_path)
+        with view, view.snapshot() as snap:
+            return {table: list(table_rows(snap, table)) for table in TABLES}
     finally:
         event_log.close()
 
