@@ -3,6 +3,8 @@ role to one adapter, so the database itself refuses that role's writes under any
 
 from __future__ import annotations
 
+from typing import TextIO
+
 import click
 
 from eventlog.checks import check_actor
@@ -64,7 +66,7 @@ def add_agent(
     adapter: str,
     dsn: str | None,
     role_prefix: str,
-    password_file: click.utils.LazyFile | None,
+    password_file: TextIO | None,
 ) -> int:
     """Create login ROLE, a writer whose appends the database refuses unless every event
     names --adapter as its source adapter. A binding is never changed."""
