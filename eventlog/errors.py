@@ -32,6 +32,15 @@ class LogBusyError(StorageError):
     """Other writers held the log for longer than the retry budget allows."""
 
 
+class LogMissingError(StorageError):
+    """The target holds no usable factledger log: nothing at all, or the remains of one (the
+    factledger tables named in `remnants`) whose events or log id are gone."""
+
+    def __init__(self, message: str, *, remnants: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.remnants = remnants
+
+
 class PermissionDeniedError(StorageError):
     """The database refused this role the action: a privilege it lacks, a change the log's
     triggers refuse, or an event naming an adapter the role is not bound to."""

@@ -27,6 +27,7 @@ from eventlog.errors import (
     FactledgerError,
     InvalidInputError,
     LogBusyError,
+    LogMissingError,
     StorageError,
 )
 from eventlog.events import NewEvent, RecordedEvent
@@ -68,6 +69,10 @@ _SCHEMA = (
     BEGIN SELECT RAISE(ABORT, 'fl_log_meta is append-only: DELETE refused'); END""",
 )
 _SQL_HAS_LOG = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'fl_events'"
+_SQL_FACTLEDGER_TABLES = (
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 3) = 'fl_' "
+    "ORDER BY name"
+)
 _SQL_META_INSERT = "INSERT OR IGNORE INTO fl_log_meta (name, value) VALUES (?, ?)"
 _SQL_META_GET = "SELECT value FROM fl_log_meta WHERE name = ?"
 _SQL_HEAD = "SELECT position, chain_hash FROM fl_events ORDER BY position DESC LIMIT 1"
@@ -168,7 +173,7 @@ class SQLiteEventLog:
                 if target.is_dir():
                     raise StorageError(f"cannot open {self._where}: the path is a directory")
                 if self._read_only and not target.exists():
-                    raise StorageError(f"cannot open {self._where}: no such file")
+                    raise LogMissingError(f"cannot open {self._where}: no such file")
                 if not self._read_only:
                     target.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -205,16 +210,34 @@ class SQLiteEventLog:
             lambda: self._conn.execute(_SQL_HAS_LOG).fetchone()[0], "read the schema of"
         )
         if not has_log:
+            remnants = self._remnants()
+            if remnants:
+                raise LogMissingError(
+                    f"{self._where} holds factledger tables ({', '.join(remnants)}) but no log "
+                    "events table: the log was removed from it; nothing was written",
+                    remnants=remnants,
+                )
             if self._read_only:
-                raise StorageError(f"{self._where} holds no factledger log")
+                raise LogMissingError(f"{self._where} holds no factledger log")
             with self.transaction() as tx:
                 tx._create_schema(str(uuid.uuid4()))
         row = self._with_retry(
             lambda: self._conn.execute(_SQL_META_GET, ("log_id",)).fetchone(), "read the id of"
         )
         if row is None:
-            raise StorageError(f"{self._where} has a factledger log table but no log id")
+            raise LogMissingError(
+                f"{self._where} has a factledger log table but no log id: its log metadata "
+                "was removed",
+                remnants=self._remnants(),
+            )
         return str(row[0])
+
+    def _remnants(self) -> tuple[str, ...]:
+        """The factledger tables the file holds (`fl_` names), sorted."""
+        rows = self._with_retry(
+            lambda: self._conn.execute(_SQL_FACTLEDGER_TABLES).fetchall(), "read the schema of"
+        )
+        return tuple(str(row[0]) for row in rows)
 
     # -- properties ----------------------------------------------------------------------
 

@@ -25,8 +25,10 @@ from eventlog.events import EventPayload, Payload
 
 
 class Problem(StrEnum):
-    """What verification found wrong: a row that fails the walk (the first five), or, held
-    to a checkpoint taken earlier (`replay.verify`), the log as a whole."""
+    """What verification found wrong: a row that fails the walk (the first five); held to a
+    checkpoint taken earlier (`replay.verify`), the log as a whole (the next three); a file
+    that holds the remains of a log, or none where a checkpoint says there was one
+    (`log_missing`); or a read model the log does not bear out (`read_model_drift`)."""
 
     ROW_MISSING = "row_missing"
     ROWS_REORDERED = "rows_reordered"
@@ -36,6 +38,8 @@ class Problem(StrEnum):
     OTHER_LOG = "other_log"
     TAIL_CUT = "tail_cut"
     HISTORY_REWRITTEN = "history_rewritten"
+    LOG_MISSING = "log_missing"
+    READ_MODEL_DRIFT = "read_model_drift"
 
 
 class ChainReport(msgspec.Struct, frozen=True, kw_only=True):

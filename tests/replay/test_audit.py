@@ -297,6 +297,8 @@ def test_problem_values_are_the_ones_reports_have_always_shown() -> None:
         "other_log",
         "tail_cut",
         "history_rewritten",
+        "log_missing",
+        "read_model_drift",
     ] == [problem.value for problem in AuditProblem]
 
 
