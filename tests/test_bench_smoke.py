@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.bench import peer
 from tests.bench.cli import METRICS
+from tests.bench.context import Context
+from tests.bench.scale import SMOKE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +39,20 @@ def test_benchmark_smoke_run_writes_every_metric(tmp_path: Path) -> None:
     assert 0 == done.returncode, done.stderr
     document = json.loads(out.read_text(encoding="utf-8"))
     assert set(METRICS) == {result["metric"] for result in document["results"]}
-    assert {"met", "missed", "info", "not available yet"} >= {
+    assert {"met", "missed", "info", "not available yet", "skipped"} >= {
         result["status"] for result in document["results"]
     }
     assert {"uname", "cpu", "disk"} <= set(document["machine"])
+
+
+def test_peer_group_without_eventsourcing_is_skipped_with_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the benchmark-only dependency, every peer metric is reported as skipped, with
+    the command that installs it; nothing is measured."""
+    monkeypatch.setattr(peer, "available", lambda: False)
+    results = peer.peer(Context(scale=SMOKE, folder=tmp_path))
+    assert list(peer.METRICS) == [result.metric for result in results]
+    assert {"skipped"} == {result.status for result in results}
+    assert all(peer.INSTALL in result.note for result in results)
+    assert [] == list(tmp_path.iterdir())

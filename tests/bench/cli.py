@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.bench import agent_tools, audit, concurrency, machine, memory, reads, writes
+from tests.bench import agent_tools, audit, concurrency, machine, memory, peer, reads, writes
 from tests.bench.context import Context
 from tests.bench.quiet import silence_logs
 from tests.bench.results import Result, failed, markdown, table, write_json
@@ -45,6 +45,7 @@ GROUPS = (
         ),
         writes.batched,
     ),
+    Group("peer", peer.METRICS, peer.peer),
     Group(
         "subscribe",
         ("subscribe.p50.v1", "subscribe.p50.v100", "subscribe.p50.v1000", "subscribe.flatness"),

@@ -164,7 +164,7 @@ def single(folder: Path, verb: str, durability: str, count: int) -> None:
     kb = CrossTaskKB(store, run_id="bench-run", producer_task_id="bench-task")
     store.read_model.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     shutil.copyfile(path, copy)
-    timed = attach(store.event_log)
+    timed = attach(store)
     start = time.perf_counter()
     ours(corpus.memories(count))()
     wall = time.perf_counter() - start
@@ -217,7 +217,7 @@ def batched(folder: Path, verb: str, count: int) -> None:
     copy = folder / f"{verb}-copy.db"
     store.read_model.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     shutil.copyfile(path, copy)
-    timed = attach(store.event_log)
+    timed = attach(store)
     start = time.perf_counter()
     ours(corpus.memories(count))()
     wall = time.perf_counter() - start

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-Status = Literal["met", "missed", "info", "not available yet", "error"]
+Status = Literal["met", "missed", "info", "not available yet", "skipped", "error"]
 Check = Literal["ratio>=", "ratio<=", "ours>=", "ours<=", "ours=="]
 
 
@@ -50,7 +50,7 @@ class Result:
         """Fill `ratio` (unless set) and `status` from the values; return self."""
         if self.ratio is None and self.ours is not None and self.baseline:
             self.ratio = self.ours / self.baseline
-        if self.status in ("not available yet", "error"):
+        if self.status in ("not available yet", "skipped", "error"):
             return self
         if self.target is not None:
             self.status = "met" if self.target.met(self.ours, self.ratio) else "missed"
@@ -60,6 +60,11 @@ class Result:
 def unavailable(metric: str, unit: str, target: Target | None, why: str) -> Result:
     """A row for a metric whose code does not exist yet."""
     return Result(metric, None, unit, target=target, note=why, status="not available yet")
+
+
+def skipped(metric: str, unit: str, target: Target | None, why: str) -> Result:
+    """A row for a metric this run could not measure (a benchmark-only dependency is missing)."""
+    return Result(metric, None, unit, target=target, note=why, status="skipped")
 
 
 def failed(metric: str, error: BaseException) -> Result:

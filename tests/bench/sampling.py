@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,17 @@ def paired(rounds: int, baseline: Round, ours: Round) -> Paired:
             mine.append(ours())
             base.append(baseline())
     return Paired(base, mine)
+
+
+def rotated(rounds: int, works: Sequence[Round]) -> list[list[float]]:
+    """Run `rounds` rounds of every work, each round starting one further along the list, so
+    each goes first, second, ... equally often; return each work's rates."""
+    rates: list[list[float]] = [[] for _ in works]
+    for index in range(rounds):
+        for offset in range(len(works)):
+            which = (index + offset) % len(works)
+            rates[which].append(works[which]())
+    return rates
 
 
 def latencies_ms(calls: int, work: Callable[[], object]) -> list[float]:

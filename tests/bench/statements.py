@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eventlog import EventLog
+from projections import SQLiteMemoryStore
 
 
 @dataclass(frozen=True)
@@ -46,10 +46,12 @@ class TimedConnection:
         return getattr(self.conn, name)
 
 
-def attach(log: EventLog) -> TimedConnection:
-    """Put a timing proxy in front of the SQLite log's connection (a probe, not an API)."""
-    timed = TimedConnection(log._conn)  # type: ignore[attr-defined]
-    log._conn = timed  # type: ignore[attr-defined]
+def attach(store: SQLiteMemoryStore) -> TimedConnection:
+    """Put a timing proxy in front of the connection a one-file store's log and read model
+    share, so it sees every statement of a write (a probe, not an API)."""
+    timed = TimedConnection(store.event_log._conn)  # type: ignore[attr-defined]
+    store.event_log._conn = timed  # type: ignore[attr-defined]
+    store.read_model._conn = timed  # type: ignore[attr-defined]
     return timed
 
 
