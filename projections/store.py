@@ -192,7 +192,7 @@ class SQLiteMemoryStore(MemoryView):
             raise InvalidTypeError("rows must be a list of dicts, one per entry")
         events = []
         for index, row in enumerate(rows):
-            if not isinstance(row, Mapping):
+            if type(row) is not dict and not isinstance(row, Mapping):
                 raise InvalidTypeError(f"rows[{index}] must be a dict, not {type(row).__name__}")
             if not ADD_KEYS.issuperset(row):
                 unknown = set(row) - ADD_KEYS

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, TypeGuard, cast
 
 from eventlog.checks import MAX_POSITION, check_finite, check_identifier
 from eventlog.errors import InvalidInputError, InvalidTypeError
@@ -36,8 +37,46 @@ def check_tag(value: object, *, name: str = "tag") -> str:
     """A tag: non-empty, at most 200 characters, no comma, no control or other invisible
     character (`projections.visible`), no surrounding whitespace. Any other Unicode is fine;
     `%` and `_` are ordinary characters."""
+    if _accepted(value):
+        return value
     if not isinstance(value, str):
         raise InvalidTypeError(f"{name} must be str, not {type(value).__name__}")
+    _check_tag_text(value, name)
+    return value
+
+
+def check_tags(value: object, *, name: str = "tags") -> tuple[str, ...]:
+    """A list of tags (None or empty: no tags). Duplicates are dropped, order kept."""
+    if value is None:
+        return ()
+    items = _sequence(value, name, "tag")
+    for index, tag in enumerate(items):
+        if not _accepted(tag):
+            check_tag(tag, name=f"{name}[{index}]")
+    tags = tuple(dict.fromkeys(cast("list[str]", items)))
+    if len(tags) > MAX_TAGS:
+        raise InvalidInputError(f"{name} has {len(tags)} distinct tags; the limit is {MAX_TAGS}")
+    return tags
+
+
+def _accepted(value: object) -> TypeGuard[str]:
+    """Whether `value` is a plain string already known to be a good tag (the common case)."""
+    return type(value) is str and len(value) <= MAX_TAG_CHARS and _good_tag(value)
+
+
+@functools.lru_cache(maxsize=8192)
+def _good_tag(value: str) -> bool:
+    """Whether a string of at most `MAX_TAG_CHARS` is a good tag. Remembered: the write path
+    checks the same tags over and over."""
+    try:
+        _check_tag_text(value, "tag")
+    except InvalidInputError:
+        return False
+    return True
+
+
+def _check_tag_text(value: str, name: str) -> None:
+    """Raise for the first rule of `check_tag` that the string `value` breaks."""
     if not value.strip():
         raise InvalidInputError(f"{name} must be a non-empty string")
     if len(value) > MAX_TAG_CHARS:
@@ -53,18 +92,6 @@ def check_tag(value: object, *, name: str = "tag") -> str:
             f"{name} must not contain invisible characters: U+{ord(value[hidden]):04X} at "
             f"index {hidden}"
         )
-    return value
-
-
-def check_tags(value: object, *, name: str = "tags") -> tuple[str, ...]:
-    """A list of tags (None or empty: no tags). Duplicates are dropped, order kept."""
-    if value is None:
-        return ()
-    items = _sequence(value, name, "tag")
-    tags = tuple(dict.fromkeys(check_tag(tag, name=f"{name}[{i}]") for i, tag in enumerate(items)))
-    if len(tags) > MAX_TAGS:
-        raise InvalidInputError(f"{name} has {len(tags)} distinct tags; the limit is {MAX_TAGS}")
-    return tags
 
 
 def check_scope(value: object) -> str:
@@ -115,6 +142,8 @@ def check_allow_list(value: object) -> tuple[str, ...] | None:
 
 
 def _sequence(value: object, name: str, item: str) -> list[object]:
+    if type(value) is list or type(value) is tuple:
+        return list(value)
     if isinstance(value, (str, bytes)):
         raise InvalidTypeError(f"{name} must be a list of {item}s, not a single {item} string")
     if not isinstance(value, Iterable):
