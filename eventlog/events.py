@@ -2,7 +2,9 @@
 
 Payloads are frozen, keyword-only msgspec Structs on one tagged base; the tag is the event's
 `kind`. A shipped tag is never renamed, and fields added later get defaults, so every stored
-event stays decodable.
+event stays decodable. Fields added after events were first stored (a write's
+`derived_from`) default to `UNSET` and are left out of the encoding when unset, so a stored
+event of an earlier version still re-encodes to its very bytes.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 
 class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
@@ -49,6 +52,9 @@ class MemoryAdded(Payload, tag="memory_added", frozen=True, kw_only=True):
     """Epoch seconds kept from an imported legacy row; None means the event's `ts_ns`."""
     legacy_id: int | None = None
     """The row id in the legacy `memory` table this entry was imported from."""
+    derived_from: tuple[int, ...] | UnsetType = UNSET
+    """Positions the writer says this entry was derived from (lineage, besides the recalls
+    its task made earlier in its run)."""
 
 
 class MemoryRemoved(Payload, tag="memory_removed", frozen=True, kw_only=True):
@@ -73,6 +79,8 @@ class FactPublished(Payload, tag="fact_published", frozen=True, kw_only=True):
     tag: str
     key: str
     value: str
+    derived_from: tuple[int, ...] | UnsetType = UNSET
+    """Positions the writer says this value was derived from (see `MemoryAdded`)."""
 
 
 class Exclusion(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from projections import inquiries
+from projections import inquiries, lineage
 from projections.agent_reads import (
     AgentFacts,
     AgentIdentity,
@@ -17,6 +17,7 @@ from projections.errors import CacheRefusedError, LegacyImportError, SyncTimeout
 from projections.kb import CrossTaskKB, PublishCounter, get_global_counter
 from projections.knowledge import Identity, KnowledgeProjector, fact_identity, matching_positions
 from projections.legacy import LegacyFile, legacy_events
+from projections.lineage import LineageProjector
 from projections.projector import (
     ModelSnapshot,
     ProjectedTransaction,
@@ -65,6 +66,7 @@ __all__ = [
     "KnowledgeProjector",
     "LegacyFile",
     "LegacyImportError",
+    "LineageProjector",
     "MemoryEntry",
     "MemoryTrustPolicy",
     "MemoryType",
@@ -96,6 +98,7 @@ __all__ = [
     "get_global_counter",
     "inquiries",
     "legacy_events",
+    "lineage",
     "linked_events",
     "load_persistent_memory",
     "matching_positions",

@@ -11,12 +11,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from msgspec import UNSET
+
 from eventlog import FactPublished, InvalidInputError, InvalidTypeError, NewEvent, RecordedEvent
-from eventlog.checks import check_actor, check_content, check_optional_actor
+from eventlog.checks import check_actor, check_content, check_optional_actor, check_positions
 from eventlog.logs import get_logger
 from projections import reads, sql
 from projections.entries import Fact
 from projections.knowledge import fact_identity, run_key
+from projections.lineage import check_sources
 from projections.validation import check_allow_list, check_key, check_scope, check_tag
 from projections.view import MemoryView
 
@@ -78,9 +81,7 @@ class CrossTaskKB:
             raise InvalidTypeError(f"store must be a SQLiteMemoryStore, not {type(store).__name__}")
         self._store = store
         self._run_id = check_actor("run_id", run_id, allow_empty=True)
-        self._producer_task_id = check_actor(
-            "producer_task_id", producer_task_id, allow_empty=True
-        )
+        self._producer_task_id = check_actor("producer_task_id", producer_task_id, allow_empty=True)
         self._source_adapter = check_optional_actor("source_adapter", source_adapter)
         for name, value in (("hook_dispatch", hook_dispatch), ("clock_ns", clock_ns)):
             if value is not None and not callable(value):
@@ -116,9 +117,16 @@ class CrossTaskKB:
         *,
         scope: str,
         source_adapter: str | None = None,
+        derived_from: Sequence[int] | None = None,
     ) -> Fact:
-        """Publish `value` under (scope, tag, key); the newest write by log position wins."""
-        return self.publish_many([(tag, key, value)], scope=scope, source_adapter=source_adapter)[0]
+        """Publish `value` under (scope, tag, key); the newest write by log position wins.
+        `derived_from` names earlier positions the value was derived from (lineage)."""
+        return self.publish_many(
+            [(tag, key, value)],
+            scope=scope,
+            source_adapter=source_adapter,
+            derived_from=derived_from,
+        )[0]
 
     def publish_many(
         self,
@@ -126,8 +134,11 @@ class CrossTaskKB:
         *,
         scope: str,
         source_adapter: str | None = None,
+        derived_from: Sequence[int] | None = None,
     ) -> list[Fact]:
-        """Publish several (tag, key, value) facts in one transaction: all or none."""
+        """Publish several (tag, key, value) facts in one transaction: all or none (each
+        derived from `derived_from`, if given)."""
+        sources = check_positions("derived_from", derived_from)
         checked_scope = self._scope(scope)
         adapter = check_optional_actor("source_adapter", source_adapter)
         adapter = adapter or self._source_adapter or self._store.source_adapter
@@ -135,10 +146,13 @@ class CrossTaskKB:
             raise InvalidTypeError(
                 f"items must be a list of (tag, key, value) tuples, not {type(items).__name__}"
             )
-        events = [self._event(i, item, checked_scope, adapter) for i, item in enumerate(items)]
+        events = [
+            self._event(i, item, checked_scope, adapter, sources) for i, item in enumerate(items)
+        ]
         if not events:
             return []
         with self._store.write_transaction() as tx:
+            check_sources(tx.head_position(), events)
             records = tx.append(events)
             replaced = {
                 position: (previous, producer, adapter)
@@ -154,12 +168,18 @@ class CrossTaskKB:
             self._fire_hook(fact)
         return facts
 
-    def _event(self, index: int, item: object, scope: str, adapter: str | None) -> NewEvent:
+    def _event(
+        self, index: int, item: object, scope: str, adapter: str | None, sources: tuple[int, ...]
+    ) -> NewEvent:
         if not isinstance(item, tuple) or len(item) != 3:
             raise InvalidTypeError(f"items[{index}] must be a (tag, key, value) tuple")
         tag, key, value = item
         checked = FactPublished(
-            scope=scope, tag=check_tag(tag), key=check_key(key), value=_value(value)
+            scope=scope,
+            tag=check_tag(tag),
+            key=check_key(key),
+            value=_value(value),
+            derived_from=sources or UNSET,
         )
         return NewEvent(
             payload=checked,

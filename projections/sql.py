@@ -615,3 +615,54 @@ class ScratchDatabase(Database):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+# -- lineage: which writes were derived from which events -----------------------------------
+
+LINEAGE_TABLES = ("fl_lineage_edge", "fl_lineage_exposure")
+LINEAGE_DDL = (
+    # `via` is the recall receipt that brought `parent` to the writer's task, or NULL for a
+    # source the writer declared (`derived_from`).
+    """CREATE TABLE fl_lineage_edge (
+        child INTEGER NOT NULL,
+        parent INTEGER NOT NULL,
+        via INTEGER,
+        PRIMARY KEY (child, parent)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX fl_lineage_by_parent ON fl_lineage_edge (parent, child)",
+    # What reached each (task, run) through a receipt so far: the sources of its next writes.
+    """CREATE TABLE fl_lineage_exposure (
+        task_id TEXT NOT NULL,
+        run_key TEXT NOT NULL,
+        event_position INTEGER NOT NULL,
+        receipt_position INTEGER NOT NULL,
+        PRIMARY KEY (task_id, run_key, event_position)
+    ) WITHOUT ROWID""",
+)
+LINEAGE_EXPOSURE_INSERT = (
+    "INSERT OR IGNORE INTO fl_lineage_exposure (task_id, run_key, event_position, "
+    "receipt_position) VALUES (?, ?, ?, ?)"
+)
+LINEAGE_EXPOSURES_OF = (
+    "SELECT event_position, receipt_position FROM fl_lineage_exposure "
+    "WHERE task_id = ? AND run_key = ?"
+)
+LINEAGE_EDGE_INSERT = "INSERT OR IGNORE INTO fl_lineage_edge (child, parent, via) VALUES (?, ?, ?)"
+LINEAGE_PARENTS = (
+    "SELECT child, parent, via FROM fl_lineage_edge WHERE child IN ({marks}) ORDER BY child, parent"
+)
+LINEAGE_CHILDREN = (
+    "SELECT parent, child, via FROM fl_lineage_edge WHERE parent IN ({marks}) "
+    "ORDER BY parent, child"
+)
+LINEAGE_ANCESTORS = (
+    "WITH RECURSIVE up (root, position) AS ("
+    "SELECT child, parent FROM fl_lineage_edge WHERE child IN ({marks}) "
+    "UNION SELECT up.root, e.parent FROM up JOIN fl_lineage_edge e ON e.child = up.position) "
+    "SELECT root, position FROM up ORDER BY root, position"
+)
+"""(position, ancestor) for every ancestor of each given position, nearest or not."""
+LINEAGE_QUARANTINED_AMONG = (
+    "SELECT DISTINCT event_position FROM fl_quarantined WHERE event_position IN ({marks})"
+)
+LINEAGE_ENTRIES_AMONG = f"SELECT {ENTRY_COLUMNS} FROM fl_memory m WHERE m.id IN ({{marks}})"

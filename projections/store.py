@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from msgspec import UNSET
+
 from eventlog import (
     Durability,
     EventLog,
@@ -27,10 +29,12 @@ from eventlog.checks import (
     check_identifier,
     check_optional_actor,
     check_position,
+    check_positions,
 )
 from projections import sql
 from projections.cache import open_read_model
 from projections.legacy import legacy_events
+from projections.lineage import check_sources
 from projections.projector import ModelSnapshot, ProjectedTransaction, Projection
 from projections.validation import check_importance, check_memory_type, check_tags
 from projections.view import MemoryView, default_projectors
@@ -45,6 +49,7 @@ ADD_KEYS = frozenset(
         "source_adapter",
         "source_agent",
         "source_model",
+        "derived_from",
     )
 )
 SECONDS_PER_DAY = 86400
@@ -137,6 +142,7 @@ class SQLiteMemoryStore(MemoryView):
 
     def _append(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
         with self.write_transaction() as tx:
+            check_sources(tx.head_position(), events)
             return tx.append(events)
 
     def _import_legacy(self) -> None:
@@ -172,8 +178,10 @@ class SQLiteMemoryStore(MemoryView):
         source_agent: str = "",
         source_model: str = "",
         source_adapter: str | None = None,
+        derived_from: Sequence[int] | None = None,
     ) -> int:
-        """Add a memory entry; return its id (the position of the event that wrote it)."""
+        """Add a memory entry; return its id (the position of the event that wrote it).
+        `derived_from` names earlier positions it was derived from (lineage)."""
         event = self._added(
             type=type,
             content=content,
@@ -183,6 +191,7 @@ class SQLiteMemoryStore(MemoryView):
             source_agent=source_agent,
             source_model=source_model,
             source_adapter=source_adapter,
+            derived_from=derived_from,
         )
         return self._append([event])[0].position
 
@@ -220,6 +229,7 @@ class SQLiteMemoryStore(MemoryView):
         source_agent: object = "",
         source_model: object = "",
         source_adapter: object = None,
+        derived_from: object = None,
     ) -> NewEvent:
         if not isinstance(content, str):
             raise InvalidTypeError(f"content must be str, not {_type_name(content)}")
@@ -233,6 +243,7 @@ class SQLiteMemoryStore(MemoryView):
             task_id=task,
             source_agent=check_identifier("source_agent", source_agent, allow_empty=True),
             source_model=check_identifier("source_model", source_model, allow_empty=True),
+            derived_from=check_positions("derived_from", derived_from) or UNSET,
         )
         return NewEvent(
             payload=payload,

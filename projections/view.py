@@ -29,6 +29,7 @@ from projections import reads, sql
 from projections.cache import open_read_model
 from projections.entries import MemoryEntry
 from projections.knowledge import KnowledgeProjector
+from projections.lineage import LineageProjector
 from projections.projector import ProjectedTransaction, Projection, Projector, fold
 from projections.reads import Readable, Reader
 from projections.receipts import ReceiptProjector
@@ -39,7 +40,7 @@ READ_ONLY = "this store is a read-only view of the log; writes are refused"
 
 def default_projectors() -> tuple[Projector, ...]:
     """The projectors every store keeps inline."""
-    return (KnowledgeProjector(), ReceiptProjector())
+    return (KnowledgeProjector(), ReceiptProjector(), LineageProjector())
 
 
 class MemoryView:

@@ -25,6 +25,7 @@ from replay.history import (
     diff,
     history,
 )
+from replay.lineage import Lineage, LineageNode, lineage
 from replay.proofs import (
     ConsistencyProof,
     InclusionProof,
@@ -56,6 +57,8 @@ __all__ = [
     "FactVersion",
     "ImportReport",
     "InclusionProof",
+    "Lineage",
+    "LineageNode",
     "LiveEntry",
     "LiveFact",
     "Prover",
@@ -72,6 +75,7 @@ __all__ = [
     "generate_key",
     "history",
     "import_legacy",
+    "lineage",
     "load_key",
     "prove_consistency",
     "prove_inclusion",

@@ -18,6 +18,7 @@ from eventlog import (
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
 from projections import Row, default_projectors, inquiries, read_model_at_head
+from replay.lineage import Descendant, descendant_levels
 
 WRITE_KINDS = frozenset(("memory_added", "fact_published", "memory_removed", "memory_reweighted"))
 """Kinds a suspect writes. Receipts and quarantines are the orchestrator's and responders'."""
@@ -101,6 +102,9 @@ class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
     """Suspect versions later replaced by someone else (`other_*` is the replacement)."""
     exposed: list[Exposure]
     shielded: list[Exposure]
+    descendants: list[list[Descendant]] = []
+    """Writes derived from suspect events (by exposed tasks after their exposure, or
+    declared), level by level, each with the prompts it reached in turn."""
 
 
 def blast_radius(
@@ -111,15 +115,18 @@ def blast_radius(
     positions: Iterable[int] | None = None,
     since_position: int | None = None,
     cache: str | os.PathLike[str] | None = None,
+    depth: int | None = None,
 ) -> BlastRadius:
     """Trace a suspect (every given selector must match) through the log and the receipts.
 
     Given a `cache`, reads that host's cache of a log held elsewhere (`db_path` then names the
-    log: a file, or a `postgresql://` DSN), caught up first, instead of folding the log."""
+    log: a file, or a `postgresql://` DSN), caught up first, instead of folding the log.
+    Descendants are followed `depth` levels down the lineage graph (all, when None)."""
     adapter = check_optional_identifier("source_adapter", source_adapter)
     producer = check_optional_identifier("producer_task_id", producer_task_id)
     chosen = check_positions("positions", positions)
     since = 0 if since_position is None else check_position("since_position", since_position)
+    bound = None if depth is None else check_position("depth", depth, minimum=1)
     if adapter is None and producer is None and not chosen:
         raise InvalidInputError(
             "blast_radius needs a selector: source_adapter, producer_task_id or positions"
@@ -183,6 +190,7 @@ def blast_radius(
                 ],
                 exposed=[_exposure(r) for r in touching if r[5]],
                 shielded=[_exposure(r) for r in touching if not r[5]],
+                descendants=descendant_levels(snap, model, suspects, bound),
             )
     finally:
         event_log.close()

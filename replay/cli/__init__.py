@@ -7,7 +7,7 @@ tables and progress.
 
 from __future__ import annotations
 
-from replay.cli import agents, audit, demo, forensics, history, memory, postgres
+from replay.cli import agents, audit, demo, forensics, history, lineage, memory, postgres
 from replay.cli.app import app, main
 from replay.cli.errors import DemoFailed
 
@@ -19,6 +19,7 @@ __all__ = [
     "demo",
     "forensics",
     "history",
+    "lineage",
     "main",
     "memory",
     "postgres",

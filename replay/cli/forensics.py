@@ -29,6 +29,9 @@ def suspect_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @app.command("blast-radius")
 @suspect_options
 @click.option("--since", type=int, help="only events after this position")
+@click.option(
+    "--depth", type=click.IntRange(min=1), help="follow descendants this many levels (default: all)"
+)
 @click.pass_obj
 def blast_radius_(
     session: Session,
@@ -36,6 +39,7 @@ def blast_radius_(
     producer: str | None,
     positions: tuple[int, ...],
     since: int | None,
+    depth: int | None,
 ) -> int:
     """What a suspect wrote, what is live, and which prompts it reached."""
     radius = blast_radius(
@@ -44,6 +48,7 @@ def blast_radius_(
         producer_task_id=producer,
         positions=list(positions) or None,
         since_position=since,
+        depth=depth,
     )
     session.emit(radius)
     return EXIT_OK

@@ -48,6 +48,8 @@ TABLES = (
     "fl_quarantined",
     "fl_receipt",
     "fl_receipt_item",
+    "fl_lineage_edge",
+    "fl_lineage_exposure",
 )
 
 
@@ -59,6 +61,7 @@ def populate(store: SQLiteMemoryStore) -> None:
     kb.publish("api", "base_url", "v1", scope="project")
     kb.publish("api", "base_url", "v2", scope="project", source_adapter="codex")
     load_persistent_memory(store, ["api"], task_id="task-b")
+    store.add("learning", "derived", ["db"], task_id="task-b", derived_from=[3])
     quarantine = store._append(
         [NewEvent(payload=QuarantineApplied(reason="r", match_source_adapter="codex"))]
     )[0]
@@ -158,14 +161,17 @@ def test_lagging_checkpoints_are_reported_and_reset_by_swap(
     bare.append(NewEvent(payload=MemoryAdded(type="learning", content="bare")))
     bare.close()
     report = rebuild(db_path)
-    assert (False, ["knowledge", "receipts"]) == (report.matches, report.stale_checkpoints)
+    assert (False, ["knowledge", "receipts", "lineage"]) == (
+        report.matches,
+        report.stale_checkpoints,
+    )
     swapped = rebuild(db_path, swap=True)
     assert 2 == swapped.swapped_at
     assert rebuild(db_path).matches
     raw = sqlite3.connect(db_path)
     checkpoints = raw.execute("SELECT name, position FROM fl_projector_checkpoint").fetchall()
     raw.close()
-    assert {("knowledge", 2), ("receipts", 2)} == set(checkpoints)
+    assert {("knowledge", 2), ("receipts", 2), ("lineage", 2)} == set(checkpoints)
 
 
 def test_appends_while_folding_are_compared(
