@@ -32,14 +32,18 @@ from eventlog.errors import (
     UnknownEventKindError,
 )
 from eventlog.events import (
+    Authorization,
     Envelope,
     EventPayload,
     Exclusion,
     FactPublished,
+    LegacyClaims,
     MemoryAdded,
     MemoryRemoved,
     MemoryReweighted,
     NewEvent,
+    OperatorAdded,
+    OperatorRemoved,
     Payload,
     QuarantineApplied,
     QuarantineReleased,
@@ -56,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CONTENT_BYTES",
+    "Authorization",
     "ChainBreak",
     "ChainReport",
     "ChainWalker",
@@ -71,6 +76,7 @@ __all__ = [
     "Head",
     "InvalidInputError",
     "InvalidTypeError",
+    "LegacyClaims",
     "LogBusyError",
     "LogMissingError",
     "LogTransaction",
@@ -78,6 +84,8 @@ __all__ = [
     "MemoryRemoved",
     "MemoryReweighted",
     "NewEvent",
+    "OperatorAdded",
+    "OperatorRemoved",
     "Payload",
     "PermissionDeniedError",
     "Problem",

@@ -14,15 +14,19 @@ import blake3
 import pytest
 
 from eventlog import (
+    Authorization,
     EventIdConflictError,
     EventLog,
     FactPublished,
     InvalidInputError,
     InvalidTypeError,
+    LegacyClaims,
     MemoryAdded,
     MemoryRemoved,
     MemoryReweighted,
     NewEvent,
+    OperatorAdded,
+    OperatorRemoved,
     QuarantineApplied,
     QuarantineReleased,
     RecallRecorded,
@@ -64,6 +68,24 @@ EVERY_KIND = [
     ),
     NewEvent(payload=QuarantineApplied(reason="poison", match_source_adapter="codex")),
     NewEvent(payload=QuarantineReleased(quarantine_position=6, reason="false alarm")),
+    NewEvent(
+        payload=OperatorAdded(
+            name="ops",
+            key_id="0a1b2c3d",
+            public_key="A" * 43 + "=",
+            authorization=Authorization(key_id="0a1b2c3d", signature="B" * 86 + "=="),
+        ),
+        event_id="op:contract-1",
+    ),
+    NewEvent(payload=OperatorRemoved(key_id="0a1b2c3d", reason="rotated")),
+    NewEvent(
+        payload=MemoryAdded(
+            type="learning",
+            content="imported",
+            claims=LegacyClaims(id=7, created_at=1.5, task_id="t-7", source_adapter="codex"),
+        ),
+        producer_task_id="importer",
+    ),
 ]
 
 
@@ -106,6 +128,9 @@ class LogContract:
             "recall_recorded",
             "quarantine_applied",
             "quarantine_released",
+            "operator_added",
+            "operator_removed",
+            "memory_added",
         ] == [r.kind for r in read]
         assert ("run-1", "codex") == (read[1].run_id, read[1].source_adapter)
 
@@ -209,7 +234,11 @@ class LogContract:
         """The verification primitive accepts a log nobody tampered with."""
         log.append_many(EVERY_KIND)
         report = verify_chain(log, genesis(log.log_id))
-        assert (True, 7, None) == (report.ok, report.checked, report.first_bad_position)
+        assert (True, len(EVERY_KIND), None) == (
+            report.ok,
+            report.checked,
+            report.first_bad_position,
+        )
         assert log.head().chain_hash == report.head_chain_hash
 
     @pytest.mark.parametrize(

@@ -2,9 +2,10 @@
 
 Payloads are frozen, keyword-only msgspec Structs on one tagged base; the tag is the event's
 `kind`. A shipped tag is never renamed, and fields added later get defaults, so every stored
-event stays decodable. Fields added after events were first stored (a write's
-`derived_from`) default to `UNSET` and are left out of the encoding when unset, so a stored
-event of an earlier version still re-encodes to its very bytes.
+event stays decodable. Fields added after events were first stored (an operator's
+`authorization`, an import's `claims`, a write's `derived_from`) default to `UNSET` and are
+left out of the encoding when unset, so a stored event of an earlier version still
+re-encodes to its very bytes.
 """
 
 from __future__ import annotations
@@ -36,6 +37,27 @@ class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
         return text
 
 
+class Authorization(msgspec.Struct, frozen=True, kw_only=True):
+    """An operator's Ed25519 signature over an action (`eventlog.signing.action_statement`)."""
+
+    key_id: str
+    """The signing key's id: 8 lowercase hex digits, its C2SP signed-note key hash."""
+    signature: str
+    """The 64-byte Ed25519 signature, in standard base64."""
+
+
+class LegacyClaims(msgspec.Struct, frozen=True, kw_only=True):
+    """What an imported row of the replaced store said about itself: claims, kept as written,
+    never the event's own provenance."""
+
+    id: int
+    created_at: float
+    task_id: str | None = None
+    source_agent: str = ""
+    source_model: str = ""
+    source_adapter: str | None = None
+
+
 class MemoryAdded(Payload, tag="memory_added", frozen=True, kw_only=True):
     """A memory entry was added. Its entry id is the position of this event."""
 
@@ -51,7 +73,13 @@ class MemoryAdded(Payload, tag="memory_added", frozen=True, kw_only=True):
     created_at: float | None = None
     """Epoch seconds kept from an imported legacy row; None means the event's `ts_ns`."""
     legacy_id: int | None = None
-    """The row id in the legacy `memory` table this entry was imported from."""
+    """The row id in the legacy `memory` table this entry was imported from (imports written
+    before imports kept `claims`)."""
+    claims: LegacyClaims | UnsetType = UNSET
+    """What the legacy row this entry was imported from said about itself. Set on imports;
+    readers honour these claims only as README's "Imports" section says."""
+    authorization: Authorization | UnsetType = UNSET
+    """An operator's signature, on an import."""
     derived_from: tuple[int, ...] | UnsetType = UNSET
     """Positions the writer says this entry was derived from (lineage, besides the recalls
     its task made earlier in its run)."""
@@ -120,6 +148,7 @@ class QuarantineApplied(Payload, tag="quarantine_applied", frozen=True, kw_only=
     match_positions: tuple[int, ...] = ()
     match_producer_task_id: str | None = None
     match_source_adapter: str | None = None
+    authorization: Authorization | UnsetType = UNSET
 
 
 class QuarantineReleased(Payload, tag="quarantine_released", frozen=True, kw_only=True):
@@ -127,6 +156,27 @@ class QuarantineReleased(Payload, tag="quarantine_released", frozen=True, kw_onl
 
     quarantine_position: int
     reason: str
+    authorization: Authorization | UnsetType = UNSET
+
+
+class OperatorAdded(Payload, tag="operator_added", frozen=True, kw_only=True):
+    """An Ed25519 key became an operator key: after this position it may sign operator actions.
+    The first is signed by the key it adds; later ones by an operator key."""
+
+    name: str
+    key_id: str
+    public_key: str
+    """The 32-byte Ed25519 public key, in standard base64."""
+    authorization: Authorization | UnsetType = UNSET
+
+
+class OperatorRemoved(Payload, tag="operator_removed", frozen=True, kw_only=True):
+    """An operator key stopped being one: after this position it authorizes nothing, while
+    what it signed before stands."""
+
+    key_id: str
+    reason: str
+    authorization: Authorization | UnsetType = UNSET
 
 
 EventPayload = (
@@ -137,6 +187,8 @@ EventPayload = (
     | RecallRecorded
     | QuarantineApplied
     | QuarantineReleased
+    | OperatorAdded
+    | OperatorRemoved
 )
 """Every event kind the log can hold."""
 
@@ -148,6 +200,8 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
     RecallRecorded,
     QuarantineApplied,
     QuarantineReleased,
+    OperatorAdded,
+    OperatorRemoved,
 )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from eventlog import LegacyClaims
+
 
 class MemoryEntry(msgspec.Struct, frozen=True, kw_only=True):
     """One visible memory entry. Its `id` is the log position of the event that wrote it."""
@@ -13,7 +15,7 @@ class MemoryEntry(msgspec.Struct, frozen=True, kw_only=True):
     content: str
     tags: list[str]
     created_at: float
-    """Epoch seconds: the writing event's `ts_ns`, or the legacy row's own value."""
+    """Epoch seconds: the writing event's `ts_ns`, or an honoured import's claimed value."""
     importance: float = 1.0
     task_id: str | None = None
     source_agent: str = ""
@@ -21,6 +23,10 @@ class MemoryEntry(msgspec.Struct, frozen=True, kw_only=True):
     source_adapter: str | None = None
     position: int = 0
     content_hash: str = ""
+    claims: LegacyClaims | None = None
+    """For an imported entry: what the legacy row said about itself (its id, created_at,
+    task, agent, model and adapter), shown as claims. The fields above say what readers and
+    the trust policy go by (README, "Imports")."""
 
     def __post_init__(self) -> None:
         if not self.position:

@@ -54,6 +54,12 @@ ADAPTER = Setting(
     "",
     "the source adapter stamped on the command line's writes (none: an operator write)",
 )
+OPERATOR_KEY = Setting(
+    ("FACTLEDGER_OPERATOR_KEY",),
+    "",
+    "the operator's private key file: signs quarantines, releases, imports, operator changes "
+    "and checkpoints (`--key` overrides it)",
+)
 TRUST_POLICY = Setting(
     ("FACTLEDGER_TRUST_POLICY", "BERNSTEIN_MEMORY_TRUST_POLICY"),
     "on",
@@ -69,7 +75,7 @@ DEBUG = Setting(
     "off",
     "anything but `0`, `false`, `no` or `off`: the command line shows tracebacks and debug logs",
 )
-SETTINGS = (DB, DSN, TASK_ID, RUN_ID, ADAPTER, TRUST_POLICY, TRUST_ADAPTERS, DEBUG)
+SETTINGS = (DB, DSN, TASK_ID, RUN_ID, ADAPTER, OPERATOR_KEY, TRUST_POLICY, TRUST_ADAPTERS, DEBUG)
 """Every setting, in the order README's table lists them."""
 
 _OFF = frozenset(("0", "false", "no", "off"))
@@ -98,6 +104,11 @@ def run_id() -> str:
 def adapter() -> str | None:
     """The source adapter for writes (None for none)."""
     return ADAPTER.value() or None
+
+
+def operator_key() -> str | None:
+    """The operator's private key file, if one is set."""
+    return OPERATOR_KEY.value() or None
 
 
 def trust_policy_enabled() -> bool:

@@ -49,6 +49,43 @@ def quarantine_state(db: Readable, position: int) -> tuple[str, int | None] | No
     return (found[0][1], found[0][2]) if found else None
 
 
+def quarantines(db: Readable) -> list[Row]:
+    """Every quarantine that took effect: (position, reason, released_by position or None)."""
+    return db.execute(sql.QUARANTINE_ALL)
+
+
+def operators(db: Readable) -> list[Row]:
+    """Every operator key the log registered, in the order added: (key_id, name, public key
+    in base64, added position, key that signed the addition, removed position or None, key
+    that signed the removal or None)."""
+    return db.execute(sql.OPERATOR_LIST)
+
+
+def operator(db: Readable, key_id: str) -> Row | None:
+    """The operator key `key_id`, in `operators`' columns, or None if never registered."""
+    found = db.execute(sql.OPERATOR_GET, (key_id,))
+    return found[0] if found else None
+
+
+def has_operator(db: Readable) -> bool:
+    """Whether the log registered an operator key: from then on operator actions need one's
+    signature."""
+    return bool(db.execute(sql.OPERATOR_ANY))
+
+
+def unauthorized(db: Readable, positions: Sequence[int] | None = None) -> list[Row]:
+    """Operator actions that took no effect (of `positions`, or all): (position, kind, key id
+    it named or None, reason), by position."""
+    if positions is None:
+        return db.execute(sql.UNAUTHORIZED_ALL)
+    return _over_positions(db, sql.UNAUTHORIZED_AT, positions)
+
+
+def imported_rows(db: Readable) -> set[tuple[int, float, str]]:
+    """Legacy rows imported with effect: (legacy id, created_at, content hash)."""
+    return {(r[0], r[1], r[2]) for r in db.execute(sql.IMPORT_ALL)}
+
+
 def receipts_touching(db: Readable, positions: Sequence[int]) -> list[Row]:
     """Receipt items naming any of `positions`: (receipt position, task_id, run_id, adapter,
     event position, included, reason)."""

@@ -1,27 +1,35 @@
-"""The knowledge projector: memory entries, their tags, fact versions, and quarantine.
+"""The knowledge projector: memory entries, their tags, fact versions, quarantine, and the
+operator keys that authorize quarantines, releases and imports (`projections.operators`).
 
 Entry ids are log positions. A published fact is a fact version (for subscribe and history)
 and a `cross_task` memory row tagged with its tag (for list, query and the prompt path);
 only the current version's row is visible. Versions older than the current one are
 superseded; versions newer than it can only be quarantined ones. Quarantined events stay in
 every table but are flagged out of every read; subscribe falls back to the newest version
-not quarantined.
+not quarantined. An operator action the log's operators did not sign takes no effect here, so
+it reaches no reader, rebuild, time travel and history included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
+
 from eventlog import (
     FactPublished,
     MemoryAdded,
     MemoryRemoved,
     MemoryReweighted,
+    OperatorAdded,
+    OperatorRemoved,
     QuarantineApplied,
     QuarantineReleased,
     RecordedEvent,
 )
+from eventlog.signing import claims_of
 from projections import sql
+from projections.operators import Authority
 from projections.projector import TableWriter
 from projections.reads import Readable
 
@@ -43,11 +51,15 @@ def fact_identity(scope: str, run_id: str | None, tag: str, key: str) -> Identit
 
 
 class KnowledgeProjector:
-    """Folds memory, fact and quarantine events into the tag-indexed read model."""
+    """Folds memory, fact, quarantine and operator events into the tag-indexed read model.
+    Signatures cover the log's id, so the projector is made for one log."""
 
     name = "knowledge"
-    version = 2
+    version = 3
     tables = sql.KNOWLEDGE_TABLES
+
+    def __init__(self, log_id: str) -> None:
+        self._authority = Authority(log_id)
 
     def create(self, writer: TableWriter) -> None:
         for statement in sql.KNOWLEDGE_DDL:
@@ -63,8 +75,10 @@ class KnowledgeProjector:
                 if facts:
                     _publish(writer, facts)
                     facts = []
-                entries.append(_entry_row(record, payload))
-                tags.extend((tag, payload.importance, record.position) for tag in payload.tags)
+                row = self._entry_row(writer, record, payload)
+                if row is not None:
+                    entries.append(row)
+                    tags.extend((tag, payload.importance, record.position) for tag in payload.tags)
                 continue
             if entries:
                 _insert_entries(writer, entries, tags)
@@ -81,31 +95,105 @@ class KnowledgeProjector:
                 writer.execute(sql.MEMORY_REWEIGHT, (payload.factor,))
                 writer.execute(sql.TAG_REWEIGHT, (payload.factor,))
             elif isinstance(payload, QuarantineApplied):
-                _quarantine(writer, record.position, payload)
+                if self._authority.permits(writer, record):
+                    _quarantine(writer, record.position, payload)
             elif isinstance(payload, QuarantineReleased):
-                _release(writer, record.position, payload.quarantine_position)
+                if self._authority.permits(writer, record):
+                    _release(writer, record.position, payload.quarantine_position)
+            elif isinstance(payload, OperatorAdded):
+                self._authority.add(writer, record, payload)
+            elif isinstance(payload, OperatorRemoved):
+                self._authority.remove(writer, record, payload)
         if entries:
             _insert_entries(writer, entries, tags)
         if facts:
             _publish(writer, facts)
 
+    def _entry_row(
+        self, writer: TableWriter, record: RecordedEvent, payload: MemoryAdded
+    ) -> tuple[object, ...] | None:
+        """The memory row an added entry makes; None for an import without effect.
 
-def _entry_row(record: RecordedEvent, payload: MemoryAdded) -> tuple[object, ...]:
-    created_at = payload.created_at if payload.created_at is not None else record.ts_ns / 1e9
+        An import's claims are its row's provenance only when honoured; otherwise the row
+        says what the event says: the importer's producer and adapter, the import's time.
+        """
+        claims = claims_of(payload)
+        if claims is None:
+            created = payload.created_at
+            return _row(
+                record,
+                payload,
+                task_id=payload.task_id,
+                created_at=record.ts_ns / 1e9 if created is None else created,
+                agent=payload.source_agent,
+                model=payload.source_model,
+                adapter=record.source_adapter,
+                producer=record.producer_task_id,
+                claims=None,
+            )
+        honoured = self._authority.honours_claims(writer, record)
+        if honoured is None:
+            return None
+        writer.execute(
+            sql.IMPORT_INSERT, (claims.id, claims.created_at, record.content_hash, record.position)
+        )
+        shown = _CLAIMS.encode(claims).decode("utf-8")
+        if honoured:
+            return _row(
+                record,
+                payload,
+                task_id=claims.task_id,
+                created_at=claims.created_at,
+                agent=claims.source_agent,
+                model=claims.source_model,
+                adapter=claims.source_adapter,
+                producer=claims.task_id or "",
+                claims=shown,
+            )
+        return _row(
+            record,
+            payload,
+            task_id=record.producer_task_id or None,
+            created_at=record.ts_ns / 1e9,
+            agent="",
+            model="",
+            adapter=record.source_adapter,
+            producer=record.producer_task_id,
+            claims=shown,
+        )
+
+
+def _row(
+    record: RecordedEvent,
+    payload: MemoryAdded,
+    *,
+    task_id: str | None,
+    created_at: float,
+    agent: str,
+    model: str,
+    adapter: str | None,
+    producer: str,
+    claims: str | None,
+) -> tuple[object, ...]:
+    """A `fl_memory` row, in `sql.MEMORY_INSERT`'s column order."""
     return (
         record.position,
         payload.type,
         payload.content,
         ",".join(payload.tags),
         payload.importance,
-        payload.task_id,
+        task_id,
         created_at,
-        payload.source_agent,
-        payload.source_model,
-        record.source_adapter,
-        record.producer_task_id,
+        agent,
+        model,
+        adapter,
+        producer,
         record.content_hash,
+        claims,
     )
+
+
+_CLAIMS = msgspec.json.Encoder(order="deterministic")
 
 
 def _insert_entries(

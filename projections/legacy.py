@@ -1,10 +1,10 @@
 """Import from the legacy store: a `memory` table with comma-joined tags, one row per entry.
 
-Each legacy row becomes one `memory_added` event, in (created_at, id) order. Its new entry id
-is that event's position; the legacy id is kept in the event as `legacy_id`. `created_at`,
-`task_id`, `source_agent`, `source_model` and `source_adapter` are kept (an empty or NULL
-adapter stays NULL). Event ids are derived from the legacy row, so importing the same rows
-again writes nothing. The legacy table is only read, never changed.
+Each legacy row becomes one `memory_added` event, in (created_at, id) order, written now by
+the importing actor: its time, producer, run and adapter are the import's. What the row said
+about itself (its id, `created_at`, `task_id`, `source_agent`, `source_model` and
+`source_adapter`; an empty adapter is NULL) is kept in the event as `claims`, which readers
+honour only as `projections.operators` decides. The legacy table is only read, never changed.
 """
 
 from __future__ import annotations
@@ -14,10 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import blake3
-
-from eventlog import MemoryAdded, NewEvent, StorageError
-from eventlog.checks import check_content, check_finite
+from eventlog import InvalidTypeError, LegacyClaims, MemoryAdded, NewEvent, StorageError
+from eventlog.checks import (
+    MAX_POSITION,
+    check_content,
+    check_finite,
+    check_identifier,
+    check_optional_actor,
+)
 from projections import sql
 from projections.errors import LegacyImportError
 from projections.reads import Readable
@@ -27,52 +31,81 @@ REQUIRED = ("id", "type", "content", "tags", "importance", "task_id", "created_a
 OPTIONAL = ("source_agent", "source_model", "source_adapter")
 
 
-def legacy_events(db: Readable) -> list[NewEvent] | None:
-    """Events for every row of the legacy `memory` table in `db`, or None if it has none."""
+def legacy_events(
+    db: Readable,
+    *,
+    producer_task_id: str = "",
+    run_id: str | None = None,
+    source_adapter: str | None = None,
+    strict: bool = False,
+) -> list[NewEvent] | None:
+    """Events importing every row of the legacy `memory` table in `db`, written by the given
+    actor; None if `db` has no such table with the columns it needs (with `strict`, that is
+    a `LegacyImportError`)."""
+    problem = None
     if not db.execute(sql.LEGACY_TABLE_EXISTS):
-        return None
-    present = {row[1] for row in db.execute(sql.LEGACY_COLUMNS)}
-    if not set(REQUIRED) <= present:
+        problem = "it has no memory table"
+    else:
+        present = {row[1] for row in db.execute(sql.LEGACY_COLUMNS)}
+        missing = [column for column in REQUIRED if column not in present]
+        if missing:
+            problem = f"its memory table has no column {', '.join(missing)}"
+    if problem is not None:
+        if strict:
+            raise LegacyImportError(f"not a database of the replaced store: {problem}")
         return None
     columns = [*REQUIRED, *(c for c in OPTIONAL if c in present)]
     rows = db.execute(sql.LEGACY_ROWS.format(columns=", ".join(columns)))
-    return [_event(dict(zip(columns, row, strict=True))) for row in rows]
+    return [
+        NewEvent(
+            payload=_payload(dict(zip(columns, row, strict=True))),
+            producer_task_id=producer_task_id,
+            run_id=run_id,
+            source_adapter=source_adapter,
+        )
+        for row in rows
+    ]
 
 
-def _event(row: dict[str, Any]) -> NewEvent:
+def _payload(row: dict[str, Any]) -> MemoryAdded:
     legacy_id = row["id"]
     try:
+        if isinstance(legacy_id, bool) or not isinstance(legacy_id, int):
+            raise InvalidTypeError(f"id must be an integer, not {type(legacy_id).__name__}")
+        if not -MAX_POSITION <= legacy_id <= MAX_POSITION:
+            raise ValueError("id does not fit in 64 bits")
         raw_tags = row["tags"] or ""
         tags = check_tags([t.strip() for t in str(raw_tags).split(",") if t.strip()])
         content = row["content"]
-        data = check_content("content", content)
-        created_at = check_finite("created_at", row["created_at"])
-        importance = check_finite("importance", row["importance"])
-        payload = MemoryAdded(
+        check_content("content", content)
+        claims = LegacyClaims(
+            id=legacy_id,
+            created_at=check_finite("created_at", row["created_at"]),
+            task_id=check_optional_actor("task_id", _text(row["task_id"])),
+            source_agent=_claim("source_agent", row.get("source_agent")) or "",
+            source_model=_claim("source_model", row.get("source_model")) or "",
+            source_adapter=check_optional_actor("source_adapter", _text(row.get("source_adapter"))),
+        )
+        return MemoryAdded(
             type=check_memory_type(row["type"]),
             content=content,
             tags=tags,
-            importance=importance,
-            task_id=_text_or_none(row["task_id"]),
-            source_agent=str(row.get("source_agent") or ""),
-            source_model=str(row.get("source_model") or ""),
-            created_at=created_at,
-            legacy_id=legacy_id,
+            importance=check_finite("importance", row["importance"]),
+            claims=claims,
         )
     except (ValueError, TypeError) as exc:
-        raise LegacyImportError(f"legacy memory row id={legacy_id}: {exc}") from None
-    digest = blake3.blake3(f"{legacy_id}\x1f{created_at!r}\x1f".encode() + data).hexdigest()
-    return NewEvent(
-        payload=payload,
-        producer_task_id=payload.task_id or "",
-        source_adapter=_text_or_none(row.get("source_adapter")),
-        event_id=f"legacy:{legacy_id}:{digest[:24]}",
-        ts_ns=max(0, int(created_at * 1e9)),
-    )
+        raise LegacyImportError(f"legacy memory row id={legacy_id!r}: {exc}") from None
 
 
-def _text_or_none(value: object) -> str | None:
-    return str(value) if value not in (None, "") else None
+def _text(value: object) -> str | None:
+    """A column's text: None for NULL or empty."""
+    return None if value in (None, "") else str(value)
+
+
+def _claim(name: str, value: object) -> str | None:
+    """A claimed name of an agent or model: printable text, checked but not trusted."""
+    text = _text(value)
+    return None if text is None else check_identifier(name, text)
 
 
 class LegacyFile:

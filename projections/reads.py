@@ -8,6 +8,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol
 
+import msgspec
+
+from eventlog import LegacyClaims
 from eventlog.checks import MAX_POSITION
 from projections import sql
 from projections.entries import Fact, MemoryEntry
@@ -26,6 +29,7 @@ FULL_COUNT_AFTER = 256
 """Rows a search reads before it counts lists tied at that cap in full: cheap queries stop
 first, and expensive ones learn which long list is the shortest."""
 _TOP = (math.inf, 0)
+_CLAIMS = msgspec.json.Decoder(LegacyClaims)
 
 
 class Readable(Protocol):
@@ -66,6 +70,7 @@ def entry_from_row(row: Row) -> MemoryEntry:
         source_adapter=row[9],
         position=row[0],
         content_hash=row[10],
+        claims=None if row[11] is None else _CLAIMS.decode(row[11]),
     )
 
 

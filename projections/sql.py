@@ -58,7 +58,7 @@ CACHE_META_GET = "SELECT value FROM fl_cache_meta WHERE name = ?"
 CACHE_META_PUT = "INSERT INTO fl_cache_meta (name, value) VALUES (?, ?)"
 CACHE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
 
-# -- knowledge: memory entries, tags, facts, quarantine -----------------------------------
+# -- knowledge: memory entries, tags, facts, quarantine, operators ------------------------
 
 KNOWLEDGE_TABLES = (
     "fl_memory",
@@ -67,6 +67,9 @@ KNOWLEDGE_TABLES = (
     "fl_fact_current",
     "fl_quarantine",
     "fl_quarantined",
+    "fl_operator",
+    "fl_unauthorized",
+    "fl_import",
 )
 KNOWLEDGE_DDL = (
     """CREATE TABLE fl_memory (
@@ -82,7 +85,8 @@ KNOWLEDGE_DDL = (
         source_adapter TEXT,
         producer_task_id TEXT NOT NULL,
         content_hash TEXT NOT NULL,
-        hidden INTEGER NOT NULL DEFAULT 0
+        hidden INTEGER NOT NULL DEFAULT 0,
+        claims TEXT
     )""",
     # Keyed by importance, so each tag's entries can be read in rank order (`reads`). The
     # importance is a copy of the entry's; the projector always writes it, and the default
@@ -128,6 +132,32 @@ KNOWLEDGE_DDL = (
         PRIMARY KEY (event_position, quarantine_position)
     ) WITHOUT ROWID""",
     "CREATE INDEX fl_quarantined_by ON fl_quarantined (quarantine_position)",
+    # Operator keys registered in the log, with the positions that added and removed them and
+    # the keys that signed those events (README, "Operators and signing").
+    """CREATE TABLE fl_operator (
+        key_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        added_position INTEGER NOT NULL,
+        added_by TEXT NOT NULL,
+        removed_position INTEGER,
+        removed_by TEXT
+    )""",
+    # Operator actions that took no effect, and why.
+    """CREATE TABLE fl_unauthorized (
+        position INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        key_id TEXT,
+        reason TEXT NOT NULL
+    )""",
+    # Legacy rows imported with effect, so importing them again writes nothing.
+    """CREATE TABLE fl_import (
+        legacy_id INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        content_hash TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (legacy_id, created_at, content_hash)
+    ) WITHOUT ROWID""",
 )
 
 HIDDEN_QUARANTINED = 1
@@ -135,8 +165,8 @@ HIDDEN_SUPERSEDED = 2
 
 MEMORY_INSERT = (
     "INSERT INTO fl_memory (id, type, content, tags, importance, task_id, created_at, "
-    "source_agent, source_model, source_adapter, producer_task_id, content_hash) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "source_agent, source_model, source_adapter, producer_task_id, content_hash, claims) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 MIRROR_INSERT = (
     "INSERT INTO fl_memory (id, type, content, tags, importance, task_id, created_at, "
@@ -203,17 +233,43 @@ QUARANTINE_CANDIDATES = (
     "UNION SELECT position FROM fl_fact WHERE position < ? {where_fact}"
 )
 QUARANTINE_GET = "SELECT position, reason, released_by FROM fl_quarantine WHERE position = ?"
+QUARANTINE_ALL = "SELECT position, reason, released_by FROM fl_quarantine ORDER BY position"
 QUARANTINE_LIST = (
     "SELECT q.position, q.reason, q.released_by, count(c.event_position) FROM fl_quarantine q "
     "LEFT JOIN fl_quarantined c ON c.quarantine_position = q.position "
     "GROUP BY q.position ORDER BY q.position"
 )
 
+OPERATOR_ANY = "SELECT 1 FROM fl_operator LIMIT 1"
+OPERATOR_COLUMNS = (
+    "key_id, name, public_key, added_position, added_by, removed_position, removed_by"
+)
+OPERATOR_GET = "SELECT " + OPERATOR_COLUMNS + " FROM fl_operator WHERE key_id = ?"
+OPERATOR_LIST = "SELECT " + OPERATOR_COLUMNS + " FROM fl_operator ORDER BY added_position"
+OPERATOR_INSERT = (
+    "INSERT INTO fl_operator (key_id, name, public_key, added_position, added_by) "
+    "VALUES (?, ?, ?, ?, ?)"
+)
+OPERATOR_REMOVE = "UPDATE fl_operator SET removed_position = ?, removed_by = ? WHERE key_id = ?"
+OPERATOR_ACTIVE_COUNT = "SELECT count(*) FROM fl_operator WHERE removed_position IS NULL"
+UNAUTHORIZED_INSERT = (
+    "INSERT INTO fl_unauthorized (position, kind, key_id, reason) VALUES (?, ?, ?, ?)"
+)
+UNAUTHORIZED_ALL = "SELECT position, kind, key_id, reason FROM fl_unauthorized ORDER BY position"
+UNAUTHORIZED_AT = (
+    "SELECT position, kind, key_id, reason FROM fl_unauthorized WHERE position IN ({marks})"
+)
+IMPORT_INSERT = (
+    "INSERT OR IGNORE INTO fl_import (legacy_id, created_at, content_hash, position) "
+    "VALUES (?, ?, ?, ?)"
+)
+IMPORT_ALL = "SELECT legacy_id, created_at, content_hash FROM fl_import"
+
 # -- reads ----------------------------------------------------------------------------------
 
 ENTRY_COLUMNS = (
     "m.id, m.type, m.content, m.tags, m.importance, m.task_id, m.created_at, "
-    "m.source_agent, m.source_model, m.source_adapter, m.content_hash"
+    "m.source_agent, m.source_model, m.source_adapter, m.content_hash, m.claims"
 )
 ENTRY_GET = f"SELECT {ENTRY_COLUMNS} FROM fl_memory m WHERE m.id = ? AND m.hidden = 0"
 ENTRIES = (

@@ -14,6 +14,7 @@ from msgspec import UNSET
 from eventlog import (
     Durability,
     EventLog,
+    EventPayload,
     InvalidInputError,
     InvalidTypeError,
     MemoryAdded,
@@ -24,6 +25,7 @@ from eventlog import (
     open_log,
 )
 from eventlog.checks import (
+    check_actor,
     check_content,
     check_finite,
     check_identifier,
@@ -62,7 +64,9 @@ class SQLiteMemoryStore(MemoryView):
     `postgresql://` DSN, another SQLite file, or an open `EventLog`), `db_path` names this
     host's read-model cache instead: it tails that log, and an append commits in the log
     before the cache folds it (`projections.cache`). A `source_adapter` given here is
-    stamped on every write through this handle that names none of its own.
+    stamped on every write through this handle that names none of its own; `producer_task_id`
+    and `run_id` likewise, on its removals, prunes, decays, legacy import and adds without a
+    task, so every event names its actor.
     """
 
     def __init__(
@@ -71,10 +75,14 @@ class SQLiteMemoryStore(MemoryView):
         *,
         log: str | os.PathLike[str] | EventLog | None = None,
         source_adapter: str | None = None,
+        producer_task_id: str = "",
+        run_id: str | None = None,
         durability: Durability = "full",
         clock_ns: Callable[[], int] | None = None,
     ) -> None:
         self._source_adapter = check_optional_actor("source_adapter", source_adapter)
+        self._producer = check_actor("producer_task_id", producer_task_id, allow_empty=True)
+        self._run_id = check_optional_actor("run_id", run_id)
         if clock_ns is not None and not callable(clock_ns):
             raise InvalidTypeError(f"clock_ns must be callable, not {_type_name(clock_ns)}")
         self._clock_ns = clock_ns or time.time_ns
@@ -88,7 +96,9 @@ class SQLiteMemoryStore(MemoryView):
         cache = None if log is None else db_path
         resources: builtins.list[Any] = [self._log] if owned else []
         try:
-            self._projection = open_read_model(self._log, default_projectors(), cache=cache)
+            self._projection = open_read_model(
+                self._log, default_projectors(self._log.log_id), cache=cache
+            )
             resources.append(self._projection)
             super().__init__(self._projection, db_path=db_path, resources=resources)
             self._projection.open()
@@ -158,7 +168,12 @@ class SQLiteMemoryStore(MemoryView):
         with self.write_transaction() as tx:
             if tx.head_position():
                 return
-            events = legacy_events(tx)
+            events = legacy_events(
+                tx,
+                producer_task_id=self._producer,
+                run_id=self._run_id,
+                source_adapter=self._source_adapter,
+            )
             if events:
                 tx.append(events)
 
@@ -247,7 +262,8 @@ class SQLiteMemoryStore(MemoryView):
         )
         return NewEvent(
             payload=payload,
-            producer_task_id=task or "",
+            producer_task_id=task or self._producer,
+            run_id=self._run_id,
             source_adapter=self._adapter(source_adapter),
         )
 
@@ -282,13 +298,17 @@ class SQLiteMemoryStore(MemoryView):
         factor = check_finite("rate", rate)
         if not 0.0 <= factor <= 1.0:
             raise InvalidInputError(f"rate must be between 0.0 and 1.0, got {rate!r}")
-        self._append(
-            [NewEvent(payload=MemoryReweighted(factor=factor), source_adapter=self._source_adapter)]
-        )
+        self._append([self._by_handle(MemoryReweighted(factor=factor))])
 
     def _removal(self, entry_ids: tuple[int, ...], reason: str) -> NewEvent:
+        return self._by_handle(MemoryRemoved(entry_ids=entry_ids, reason=reason))
+
+    def _by_handle(self, payload: EventPayload) -> NewEvent:
+        """An event written by this handle's actor."""
         return NewEvent(
-            payload=MemoryRemoved(entry_ids=entry_ids, reason=reason),
+            payload=payload,
+            producer_task_id=self._producer,
+            run_id=self._run_id,
             source_adapter=self._source_adapter,
         )
 

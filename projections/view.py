@@ -38,9 +38,10 @@ from projections.validation import check_allow_list, check_limit, check_memory_t
 READ_ONLY = "this store is a read-only view of the log; writes are refused"
 
 
-def default_projectors() -> tuple[Projector, ...]:
-    """The projectors every store keeps inline."""
-    return (KnowledgeProjector(), ReceiptProjector(), LineageProjector())
+def default_projectors(log_id: str) -> tuple[Projector, ...]:
+    """The projectors every store of the log `log_id` keeps inline (operator signatures
+    cover the log's id)."""
+    return (KnowledgeProjector(log_id), ReceiptProjector(), LineageProjector())
 
 
 class MemoryView:
@@ -223,7 +224,7 @@ def view_at(event_log: EventLog, position: int, *, db_path: str | os.PathLike[st
     scratch = sql.ScratchDatabase()
     try:
         with scratch.bulk():
-            fold(scratch, default_projectors(), event_log.read(until=position))
+            fold(scratch, default_projectors(event_log.log_id), event_log.read(until=position))
     except BaseException:
         scratch.close()
         raise
@@ -246,7 +247,7 @@ def open_view(
     event_log = open_log(db_path, read_only=True)
     try:
         if isinstance(event_log, SQLiteEventLog):
-            projection = Projection(event_log, default_projectors())
+            projection = Projection(event_log, default_projectors(event_log.log_id))
             if projection.is_current():
                 return MemoryView(projection, db_path=db_path, resources=[event_log])
         view = view_at(event_log, event_log.head().position, db_path=db_path)
@@ -262,7 +263,7 @@ def _cached_view(cache: str | os.PathLike[str], log: str | os.PathLike[str]) -> 
     event_log = open_log(log, read_only=True)
     resources: builtins.list[Any] = [event_log]
     try:
-        model = open_read_model(event_log, default_projectors(), cache=cache)
+        model = open_read_model(event_log, default_projectors(event_log.log_id), cache=cache)
         resources.append(model)
         model.open()
     except BaseException:
@@ -283,7 +284,7 @@ def read_model_at_head(
     `cache` names one (caught up first, so the head is the cache's); else the log file's own
     tables when they are current; else folded in memory. Writes nothing to the log."""
     if cache is not None:
-        model = open_read_model(event_log, default_projectors(), cache=cache)
+        model = open_read_model(event_log, default_projectors(event_log.log_id), cache=cache)
         try:
             model.open()
             with model.snapshot() as snap:

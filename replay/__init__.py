@@ -4,7 +4,8 @@ history, forensics, and the `factledger` command line."""
 from __future__ import annotations
 
 from replay.audit import AuditProblem, AuditReport, CheckpointSummary, verify
-from replay.checkpoints import Checkpoint, checkpoint, generate_key, load_key
+from replay.checkpoints import Checkpoint, NoteSignature, checkpoint
+from replay.errors import KeyFileError, NotAuthorizedError, UnsignedCheckpointError
 from replay.forensics import (
     BlastRadius,
     Exposure,
@@ -21,11 +22,27 @@ from replay.history import (
     FactDiff,
     FactHistory,
     FactVersion,
+    OperatorAction,
     blame,
     diff,
     history,
 )
+from replay.keys import (
+    OperatorKey,
+    PublicKey,
+    generate_key,
+    read_operator_key,
+    read_public_key,
+)
 from replay.lineage import Lineage, LineageNode, lineage
+from replay.operators import (
+    Actor,
+    Operator,
+    Operators,
+    add_operator,
+    list_operators,
+    remove_operator,
+)
 from replay.proofs import (
     ConsistencyProof,
     InclusionProof,
@@ -41,6 +58,7 @@ from replay.timetravel import as_of
 from replay.transfer import ExportHeader, ImportReport, export_log, import_legacy
 
 __all__ = [
+    "Actor",
     "AuditProblem",
     "AuditReport",
     "Blame",
@@ -57,15 +75,25 @@ __all__ = [
     "FactVersion",
     "ImportReport",
     "InclusionProof",
+    "KeyFileError",
     "Lineage",
     "LineageNode",
     "LiveEntry",
     "LiveFact",
+    "NotAuthorizedError",
+    "NoteSignature",
+    "Operator",
+    "OperatorAction",
+    "OperatorKey",
+    "Operators",
     "Prover",
+    "PublicKey",
     "RebuildReport",
     "Replacement",
     "SuspectEvent",
     "TableComparison",
+    "UnsignedCheckpointError",
+    "add_operator",
     "as_of",
     "blame",
     "blast_radius",
@@ -76,12 +104,15 @@ __all__ = [
     "history",
     "import_legacy",
     "lineage",
-    "load_key",
+    "list_operators",
     "prove_consistency",
     "prove_inclusion",
     "quarantine",
+    "read_operator_key",
+    "read_public_key",
     "rebuild",
     "release",
+    "remove_operator",
     "verify",
     "verify_consistency",
     "verify_inclusion",

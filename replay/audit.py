@@ -50,7 +50,8 @@ class CheckpointSummary(msgspec.Struct, frozen=True, kw_only=True):
     """Base64, as on the checkpoint's third line."""
     chain_hash: str
     signed: bool
-    """Whether it carries a MAC (`verify` does not check it: see `Checkpoint.verify_mac`)."""
+    """Whether it carries signatures (`verify` does not check them: see
+    `Checkpoint.verify_signature`)."""
 
 
 class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -189,7 +190,7 @@ def _summary(checkpoint: Checkpoint) -> CheckpointSummary:
         size=checkpoint.size,
         root=base64.b64encode(checkpoint.root).decode("ascii"),
         chain_hash=checkpoint.chain_hash,
-        signed=checkpoint.mac is not None,
+        signed=bool(checkpoint.signatures),
     )
 
 

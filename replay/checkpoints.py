@@ -1,48 +1,65 @@
 """Checkpoints: a log's size, chain hash and Merkle root, kept outside the database.
 
-The text form, in the spirit of C2SP tlog-checkpoint (every line ends with a newline):
+The text form is a C2SP tlog-checkpoint note (every line ends with a newline):
 
     factledger/<log id>
     <size: decimal, no leading zeros>
     <base64 of the RFC 6962 Merkle root over leaves 1..size>
     chain <hex chain hash at position size>
 
-A checkpoint signed with an operator key adds a blank line and a MAC line,
-`— factledger-mac <base64 MAC>`, the MAC being BLAKE3 in keyed mode (the 32-byte key) over
-the four lines above, newlines included.
+A checkpoint signed with operator keys is a C2SP signed note: those four lines, a blank line,
+and one line per signature, `— <key name> <base64(4-byte key hash || Ed25519 signature)>`,
+each signature over the four lines, newlines included. The public key file alone checks it.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
-import hmac
 import os
 import re
-import secrets
-import stat
 from contextlib import closing
-from pathlib import Path
 
-import blake3
 import msgspec
 
-from eventlog import InvalidInputError, InvalidTypeError, StorageError, open_log
+from eventlog import InvalidInputError, InvalidTypeError, open_log
 from eventlog.chain import HASH_SIZE
-from eventlog.checks import check_identifier, check_path, check_position
+from eventlog.checks import check_identifier, check_position
+from eventlog.signing import strict_base64
+from replay.errors import UnsignedCheckpointError
+from replay.keys import KeySource, OperatorKey, PublicKey, operator_key, read_public_key
 from replay.merkle_index import MerkleIndex
 
 ORIGIN_PREFIX = "factledger/"
 CHAIN_PREFIX = "chain "
-MAC_PREFIX = "\N{EM DASH} factledger-mac "
-KEY_SIZE = 32
+SIGNATURE_PREFIX = "\N{EM DASH} "
+MAX_SIGNATURES = 100
 MAX_SIZE = 2**63 - 1
-
-KeySource = bytes | str | os.PathLike[str]
-"""An operator key: its 32 bytes, or the path of the file that holds them."""
 
 _SIZE = re.compile(r"0|[1-9][0-9]{0,18}")
 _HEX = re.compile(r"[0-9a-f]{64}")
+
+
+class NoteSignature(msgspec.Struct, frozen=True, kw_only=True):
+    """One signature line of a signed note: the key's name and 4-byte hash, and the signature
+    (64 bytes for Ed25519; other kinds are kept and ignored)."""
+
+    name: str
+    key_hash: bytes
+    signature: bytes
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _note_name(self.name):
+            raise InvalidInputError(
+                "a signature's key name must be non-empty, printable, without spaces or '+'"
+            )
+        if not isinstance(self.key_hash, bytes) or len(self.key_hash) != 4:
+            raise InvalidInputError("a signature's key hash must be 4 bytes")
+        if not isinstance(self.signature, bytes) or not self.signature:
+            raise InvalidInputError("a signature must not be empty")
+
+    def __str__(self) -> str:
+        blob = base64.b64encode(self.key_hash + self.signature).decode("ascii")
+        return f"{SIGNATURE_PREFIX}{self.name} {blob}\n"
 
 
 class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
@@ -54,8 +71,8 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
     """RFC 6962 Merkle root over the leaf hashes of positions 1..size."""
     chain_hash: str
     """Hex chain value after position `size` (the genesis when the size is 0)."""
-    mac: bytes | None = None
-    """BLAKE3 keyed MAC of `body` under the operator key, if signed."""
+    signatures: tuple[NoteSignature, ...] = ()
+    """Signed-note signatures over `body`, in the order of their lines."""
 
     def __post_init__(self) -> None:
         check_identifier("log_id", self.log_id)
@@ -67,21 +84,25 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
             raise InvalidTypeError(f"chain_hash must be str, not {type(self.chain_hash).__name__}")
         if not _HEX.fullmatch(self.chain_hash):
             raise InvalidInputError("chain_hash must be 64 lowercase hex digits")
-        if self.mac is not None:
-            _check_digest("mac", self.mac)
+        if not isinstance(self.signatures, tuple) or not all(
+            isinstance(s, NoteSignature) for s in self.signatures
+        ):
+            raise InvalidTypeError("signatures must be a tuple of NoteSignature")
+        if len(self.signatures) > MAX_SIGNATURES:
+            raise InvalidInputError(f"a checkpoint holds at most {MAX_SIGNATURES} signatures")
 
     @property
     def body(self) -> str:
-        """The four lines the MAC covers."""
+        """The four lines every signature covers."""
         root = base64.b64encode(self.root).decode("ascii")
         return (
             f"{ORIGIN_PREFIX}{self.log_id}\n{self.size}\n{root}\n{CHAIN_PREFIX}{self.chain_hash}\n"
         )
 
     def __str__(self) -> str:
-        if self.mac is None:
+        if not self.signatures:
             return self.body
-        return f"{self.body}\n{MAC_PREFIX}{base64.b64encode(self.mac).decode('ascii')}\n"
+        return self.body + "\n" + "".join(str(signature) for signature in self.signatures)
 
     @classmethod
     def parse(cls, text: str) -> Checkpoint:
@@ -91,9 +112,10 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
         if not text.endswith("\n"):
             raise InvalidInputError("checkpoint text must end with a newline")
         lines = text[:-1].split("\n")
-        if len(lines) not in (4, 6):
+        if len(lines) != 4 and (len(lines) < 6 or lines[4]):
             raise InvalidInputError(
-                f"checkpoint text has {len(lines)} lines; expected 4, or 6 with a MAC"
+                f"checkpoint text has {len(lines)} lines; expected 4, or 4, an empty line and "
+                "signature lines"
             )
         origin, size, root, chain_line = lines[:4]
         if not origin.startswith(ORIGIN_PREFIX):
@@ -108,14 +130,9 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
             raise InvalidInputError(
                 f"checkpoint line 4 must be {CHAIN_PREFIX!r} and 64 lowercase hex digits"
             )
-        mac = None
-        if len(lines) == 6:
-            if lines[4] or not lines[5].startswith(MAC_PREFIX):
-                raise InvalidInputError(
-                    f"checkpoint lines 5 and 6 must be an empty line and {MAC_PREFIX!r} "
-                    "with a base64 MAC"
-                )
-            mac = _base64_digest("line 6 (the MAC)", lines[5][len(MAC_PREFIX) :])
+        signatures = tuple(
+            _signature(number, line) for number, line in enumerate(lines[5:], start=6)
+        )
         root_hash = _base64_digest("line 3 (the root)", root)
         try:
             return cls(
@@ -123,35 +140,54 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
                 size=int(size),
                 root=root_hash,
                 chain_hash=chain_line[len(CHAIN_PREFIX) :],
-                mac=mac,
+                signatures=signatures,
             )
         except InvalidInputError as exc:
             raise InvalidInputError(f"checkpoint line 1 names no valid log id: {exc}") from None
 
     def sign(self, key: KeySource) -> Checkpoint:
-        """This checkpoint with a MAC under `key`."""
-        return msgspec.structs.replace(self, mac=_mac(load_key(key), self.body))
+        """This checkpoint with a signature by the operator key `key` (or its file) added,
+        in place of an earlier one by the same key."""
+        signer = operator_key(key)
+        line = NoteSignature(
+            name=signer.name,
+            key_hash=bytes.fromhex(signer.key_id),
+            signature=signer.sign(self.body.encode("utf-8")),
+        )
+        kept = tuple(s for s in self.signatures if not _by(s, signer.public))
+        return msgspec.structs.replace(self, signatures=(*kept, line))
 
-    def verify_mac(self, key: KeySource) -> bool:
-        """Whether this checkpoint carries a MAC made with `key` (compared in constant time)."""
-        expected = _mac(load_key(key), self.body)
-        return self.mac is not None and hmac.compare_digest(expected, self.mac)
+    def verify_signature(self, public_key: str | os.PathLike[str] | PublicKey) -> bool:
+        """Whether this checkpoint is signed by `public_key` (or the key in that `.pub` file):
+        False when no signature names that key, or one that does fails (C2SP: a failing
+        signature by a known key rejects the note). Raises `UnsignedCheckpointError` when the
+        checkpoint carries no signature at all."""
+        key = public_key if isinstance(public_key, PublicKey) else read_public_key(public_key)
+        if not self.signatures:
+            raise UnsignedCheckpointError(
+                "the checkpoint carries no signature, so it cannot be checked against a key "
+                "(take it with --key, or key=, to sign it)"
+            )
+        matching = [s for s in self.signatures if _by(s, key)]
+        message = self.body.encode("utf-8")
+        return bool(matching) and all(key.verify(s.signature, message) for s in matching)
 
 
 def checkpoint(db_path: str | os.PathLike[str], *, key: KeySource | None = None) -> Checkpoint:
-    """Take a checkpoint of the log at `db_path` at its head, MAC-signed if `key` is given.
+    """Take a checkpoint of the log at `db_path` at its head, signed if `key` (an operator
+    key or its private key file) is given.
 
     The file is opened read-only and every row is walked on the way; a row that does not
     verify raises `CorruptLogError`. To take checkpoints of a growing log again and again,
     keep a `replay.Prover`: it walks only the rows appended since.
     """
-    key_bytes = None if key is None else load_key(key)
+    signer = None if key is None else operator_key(key)
     with closing(open_log(db_path, read_only=True)) as event_log:
-        return at_head(MerkleIndex(event_log), key_bytes)
+        return at_head(MerkleIndex(event_log), signer)
 
 
-def at_head(index: MerkleIndex, key: bytes | None) -> Checkpoint:
-    """A checkpoint at the head of the log `index` keeps, MAC-signed if `key` is given."""
+def at_head(index: MerkleIndex, key: OperatorKey | None) -> Checkpoint:
+    """A checkpoint at the head of the log `index` keeps, signed if `key` is given."""
     head = index.refresh()
     index.extend(head)
     root, chain_value = index.tip(head)
@@ -159,69 +195,25 @@ def at_head(index: MerkleIndex, key: bytes | None) -> Checkpoint:
     return taken if key is None else taken.sign(key)
 
 
-def generate_key(path: str | os.PathLike[str]) -> Path:
-    """Create a new operator key file: 32 random bytes, mode 0600. Never overwrites a file."""
-    check_path(path)
-    target = Path(path)
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise InvalidInputError(f"{target} already exists; refusing to overwrite a key") from None
-    except OSError as exc:
-        raise StorageError(f"cannot create key file {target}: {exc.strerror}") from None
-    problem = "short write"
-    try:
-        os.fchmod(fd, 0o600)
-        written = os.write(fd, secrets.token_bytes(KEY_SIZE))
-        os.fsync(fd)
-    except OSError as exc:
-        written, problem = 0, str(exc.strerror)
-    finally:
-        os.close(fd)
-    if written != KEY_SIZE:
-        target.unlink(missing_ok=True)
-        raise StorageError(f"cannot write key file {target}: {problem}")
-    return target
+def _by(signature: NoteSignature, key: PublicKey) -> bool:
+    return signature.name == key.name and signature.key_hash.hex() == key.key_id
 
 
-def load_key(key: KeySource) -> bytes:
-    """The 32 key bytes given, or read from a key file no group or other user may access."""
-    if isinstance(key, bytes):
-        if len(key) != KEY_SIZE:
-            raise InvalidInputError(f"an operator key is {KEY_SIZE} bytes, not {len(key)}")
-        return key
-    if not isinstance(key, (str, os.PathLike)):
-        raise InvalidTypeError(
-            f"key must be {KEY_SIZE} bytes or a key file path, not {type(key).__name__}"
-        )
-    try:
-        fd = os.open(key, os.O_RDONLY)
-    except FileNotFoundError:
-        raise InvalidInputError(f"no key file at {key}") from None
-    except OSError as exc:
-        raise StorageError(f"cannot open key file {key}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InvalidInputError(f"key file {key} is not a regular file")
-        if info.st_mode & 0o077:
-            raise InvalidInputError(
-                f"key file {key} has mode {stat.S_IMODE(info.st_mode):04o}: group or others "
-                "may read or write it; chmod 600 it (or make a new key) first"
-            )
-        data = os.read(fd, KEY_SIZE + 1)
-    finally:
-        os.close(fd)
-    if len(data) != KEY_SIZE:
+def _note_name(name: str) -> bool:
+    return bool(name) and name.isprintable() and "+" not in name and " " not in name
+
+
+def _signature(number: int, line: str) -> NoteSignature:
+    """A signature line: `— <name> <base64(key hash || signature)>`."""
+    rest = line.removeprefix(SIGNATURE_PREFIX)
+    name, _, blob = rest.partition(" ")
+    data = strict_base64(blob)
+    if rest == line or data is None or len(data) < 5 or not _note_name(name):
         raise InvalidInputError(
-            f"key file {key} must hold exactly {KEY_SIZE} bytes; it holds "
-            f"{'more' if len(data) > KEY_SIZE else len(data)}"
+            f"checkpoint line {number} must be a signature line: {SIGNATURE_PREFIX!r}, a key "
+            "name, a space and base64 of the key hash and signature"
         )
-    return data
-
-
-def _mac(key: bytes, body: str) -> bytes:
-    return blake3.blake3(body.encode("utf-8"), key=key).digest()
+    return NoteSignature(name=name, key_hash=data[:4], signature=data[4:])
 
 
 def _check_digest(name: str, value: object) -> None:
@@ -233,10 +225,9 @@ def _check_digest(name: str, value: object) -> None:
 
 def _base64_digest(where: str, text: str) -> bytes:
     """A 32-byte value in canonical, padded standard base64."""
-    try:
-        value = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raise InvalidInputError(f"checkpoint {where} is not valid base64") from None
-    if len(value) != HASH_SIZE or base64.b64encode(value).decode("ascii") != text:
+    value = strict_base64(text)
+    if value is None:
+        raise InvalidInputError(f"checkpoint {where} is not valid base64")
+    if len(value) != HASH_SIZE:
         raise InvalidInputError(f"checkpoint {where} must be {HASH_SIZE} bytes in base64")
     return value

@@ -13,15 +13,32 @@ from eventlog import (
     MemoryAdded,
     MemoryRemoved,
     MemoryReweighted,
+    OperatorAdded,
+    OperatorRemoved,
+    QuarantineApplied,
+    QuarantineReleased,
     RecordedEvent,
     open_log,
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
+from eventlog.signing import authorization_of, claims_of
 from projections import Row, default_projectors, inquiries, read_model_at_head
 from replay.lineage import Descendant, descendant_levels
 
-WRITE_KINDS = frozenset(("memory_added", "fact_published", "memory_removed", "memory_reweighted"))
-"""Kinds a suspect writes. Receipts and quarantines are the orchestrator's and responders'."""
+ACTOR_KINDS = frozenset(
+    (
+        "memory_added",
+        "fact_published",
+        "memory_removed",
+        "memory_reweighted",
+        "quarantine_applied",
+        "quarantine_released",
+        "operator_added",
+        "operator_removed",
+    )
+)
+"""Kinds listed as what a suspect did: every kind but recall receipts, which `exposed` and
+`shielded` list."""
 
 
 class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -35,6 +52,10 @@ class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str | None
     ts_ns: int
     content_hash: str
+    signed_by: str | None = None
+    """For an operator action: the id of the key whose signature it carries, if any."""
+    unauthorized: str | None = None
+    """For an operator action that took no effect: why (the log's operators did not sign it)."""
 
 
 class LiveFact(msgspec.Struct, frozen=True, kw_only=True):
@@ -134,16 +155,21 @@ def blast_radius(
     wanted = set(chosen)
     event_log = open_log(db_path, read_only=True)
     try:
-        with read_model_at_head(event_log, default_projectors(), cache=cache) as (snap, model):
+        projectors = default_projectors(event_log.log_id)
+        with read_model_at_head(event_log, projectors, cache=cache) as (snap, model):
             head = snap.head().position
-            events = [
-                _suspect(r)
+            found = [
+                r
                 for r in snap.read(after=since, until=head)
-                if r.kind in WRITE_KINDS
+                if r.kind in ACTOR_KINDS
                 and (adapter is None or r.source_adapter == adapter)
                 and (producer is None or r.producer_task_id == producer)
                 and (not wanted or r.position in wanted)
             ]
+            refused = {
+                row[0]: row[3] for row in inquiries.unauthorized(model, [r.position for r in found])
+            }
+            events = [_suspect(r, refused.get(r.position)) for r in found]
             suspects = [e.position for e in events]
             suspect_set = set(suspects)
             touching = inquiries.receipts_touching(model, suspects)
@@ -196,7 +222,8 @@ def blast_radius(
         event_log.close()
 
 
-def _suspect(record: RecordedEvent) -> SuspectEvent:
+def _suspect(record: RecordedEvent, refused: str | None) -> SuspectEvent:
+    signature = authorization_of(record.payload)
     return SuspectEvent(
         position=record.position,
         kind=record.kind,
@@ -206,6 +233,8 @@ def _suspect(record: RecordedEvent) -> SuspectEvent:
         run_id=record.run_id,
         ts_ns=record.ts_ns,
         content_hash=record.content_hash,
+        signed_by=None if signature is None else signature.key_id,
+        unauthorized=refused,
     )
 
 
@@ -215,12 +244,33 @@ def _subject(record: RecordedEvent) -> str:
     if isinstance(payload, FactPublished):
         return f"fact {payload.scope}/{payload.tag}/{payload.key}"
     if isinstance(payload, MemoryAdded):
-        return f"{payload.type} entry tagged {','.join(payload.tags) or '-'}"
+        entry = f"{payload.type} entry tagged {','.join(payload.tags) or '-'}"
+        claims = claims_of(payload)
+        return entry if claims is None else f"import of legacy row {claims.id}: {entry}"
     if isinstance(payload, MemoryRemoved):
         return f"{payload.reason} entries {','.join(map(str, payload.entry_ids))}"
     if isinstance(payload, MemoryReweighted):
         return f"importance x{payload.factor:g} for every entry"
+    if isinstance(payload, QuarantineApplied):
+        return "quarantine of " + _selectors(payload)
+    if isinstance(payload, QuarantineReleased):
+        return f"release of the quarantine at {payload.quarantine_position}"
+    if isinstance(payload, OperatorAdded):
+        return f"operator key {payload.key_id} ({payload.name}) added"
+    if isinstance(payload, OperatorRemoved):
+        return f"operator key {payload.key_id} removed"
     return record.kind
+
+
+def _selectors(payload: QuarantineApplied) -> str:
+    chosen = []
+    if payload.match_positions:
+        chosen.append("positions " + ",".join(map(str, payload.match_positions)))
+    if payload.match_producer_task_id is not None:
+        chosen.append(f"producer {payload.match_producer_task_id}")
+    if payload.match_source_adapter is not None:
+        chosen.append(f"adapter {payload.match_source_adapter}")
+    return " and ".join(chosen) or "nothing"
 
 
 def _replacement(row: Row) -> Replacement:

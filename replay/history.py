@@ -3,7 +3,9 @@ and what changed between two log positions (`diff`), each with the events respon
 
 `history` and `blame` read the live read model when its knowledge checkpoint is at the log's
 head, and fold the log into a scratch database otherwise, so they always describe the whole
-log. `diff` folds the log up to both points. Databases are opened read-only.
+log. `diff` folds the log up to both points. Databases are opened read-only. `history` also
+lists the quarantines and releases that touch the versions it shows, each marked as having
+taken effect or not (an operator action the log's operators did not sign is unauthorized).
 
 Given a `cache`, `history` and `blame` read that host's cache of a log held elsewhere
 (`db_path` then names the log: a file, or a `postgresql://` DSN), caught up first, instead
@@ -29,6 +31,7 @@ from eventlog import (
     open_log,
 )
 from eventlog.checks import check_optional_identifier, check_position
+from eventlog.signing import authorization_of
 from projections import (
     Identity,
     KnowledgeProjector,
@@ -41,6 +44,7 @@ from projections import (
     fact_identity,
     fold,
     inquiries,
+    matching_positions,
     read_model_at_head,
 )
 
@@ -69,11 +73,36 @@ class FactVersion(msgspec.Struct, frozen=True, kw_only=True):
     status: Status
 
 
+class OperatorAction(msgspec.Struct, frozen=True, kw_only=True):
+    """A quarantine or release touching versions a history shows, and whether it took effect."""
+
+    position: int
+    event_id: str
+    kind: str
+    ts_ns: int
+    producer_task_id: str
+    run_id: str | None
+    source_adapter: str | None
+    signed_by: str | None
+    """The id of the key whose signature it carries, if any."""
+    authorized: bool
+    """False when it took no effect: the log had an operator key and it was not validly
+    signed by one (`unauthorized_reason` says how)."""
+    unauthorized_reason: str | None
+    quarantine_position: int
+    """The quarantine it applies, or releases."""
+    covers: tuple[int, ...]
+    """The versions shown that the quarantine covers (or would have covered, had it or the
+    release been authorized)."""
+
+
 class FactHistory(msgspec.Struct, frozen=True, kw_only=True):
-    """Every version of the facts selected, oldest first, as of log position `at_position`."""
+    """Every version of the facts selected, oldest first, as of log position `at_position`,
+    and the quarantines and releases touching them, authorized or not."""
 
     at_position: int
     versions: list[FactVersion]
+    actions: list[OperatorAction]
 
 
 class BlameLine(msgspec.Struct, frozen=True, kw_only=True):
@@ -152,7 +181,8 @@ def history(
         rows = inquiries.fact_versions(model, **filters)
         event_ids = _event_ids(snap, [row[0] for row in rows])
         versions = [_version(row, event_ids[row[0]]) for row in rows]
-        return FactHistory(at_position=snap.head().position, versions=versions)
+        actions = _actions(snap, model, {row[0] for row in rows})
+        return FactHistory(at_position=snap.head().position, versions=versions, actions=actions)
 
 
 def blame(
@@ -209,7 +239,7 @@ def diff(
             head = snap.head().position
             if end > head:
                 raise InvalidInputError(f"to_position {end} is past the log head {head}")
-            projector = KnowledgeProjector()
+            projector = KnowledgeProjector(event_log.log_id)
             fold(scratch, [projector], snap.read(until=start))
             before = _current(scratch)
             causes = _fold_noting_causes(scratch, projector, snap.read(after=start, until=end))
@@ -250,14 +280,72 @@ def _read_model(
     """A read snapshot of the log, and the knowledge read model at its head."""
     event_log = open_log(db_path, read_only=True)
     try:
-        with read_model_at_head(event_log, [KnowledgeProjector()], cache=cache) as found:
+        projectors = [KnowledgeProjector(event_log.log_id)]
+        with read_model_at_head(event_log, projectors, cache=cache) as found:
             yield found
     finally:
         event_log.close()
 
 
 def _event_ids(snap: ReadSnapshot, positions: Iterable[int]) -> dict[int, str]:
-    return {p: next(snap.read(after=p - 1, until=p)).event_id for p in positions}
+    return {p: _event(snap, p).event_id for p in positions}
+
+
+def _event(snap: ReadSnapshot, position: int) -> RecordedEvent:
+    return next(snap.read(after=position - 1, until=position))
+
+
+def _actions(snap: ReadSnapshot, model: Readable, shown: set[int]) -> list[OperatorAction]:
+    """Quarantines and releases whose quarantine covers any of the `shown` versions."""
+    if not shown:
+        return []
+    refused = {r[0]: r[3] for r in inquiries.unauthorized(model) if r[1].startswith("quarantine")}
+    candidates = sorted(
+        {p for q, _, released in inquiries.quarantines(model) for p in (q, released) if p}
+        | set(refused)
+    )
+    covered: dict[int, tuple[int, ...]] = {}
+    actions = []
+    for position in candidates:
+        record = _event(snap, position)
+        payload = record.payload
+        if isinstance(payload, QuarantineApplied):
+            target = position
+        elif isinstance(payload, QuarantineReleased):
+            target = payload.quarantine_position
+        else:
+            continue
+        if target not in covered:
+            applied = record if target == position else None
+            if applied is None and 1 <= target < position:
+                applied = _event(snap, target)
+            found = []
+            if applied is not None and isinstance(applied.payload, QuarantineApplied):
+                found = matching_positions(model, target, applied.payload)
+            covered[target] = tuple(p for p in found if p in shown)
+        if covered[target]:
+            actions.append(_action(record, target, covered[target], refused.get(position)))
+    return actions
+
+
+def _action(
+    record: RecordedEvent, target: int, covers: tuple[int, ...], refused: str | None
+) -> OperatorAction:
+    signature = authorization_of(record.payload)
+    return OperatorAction(
+        position=record.position,
+        event_id=record.event_id,
+        kind=record.kind,
+        ts_ns=record.ts_ns,
+        producer_task_id=record.producer_task_id,
+        run_id=record.run_id,
+        source_adapter=record.source_adapter,
+        signed_by=None if signature is None else signature.key_id,
+        authorized=refused is None,
+        unauthorized_reason=refused,
+        quarantine_position=target,
+        covers=covers,
+    )
 
 
 def _version(row: Row, event_id: str) -> FactVersion:

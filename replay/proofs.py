@@ -29,7 +29,8 @@ from eventlog import (
 from eventlog.chain import HASH_SIZE, genesis, leaf_hash
 from eventlog.checks import check_position
 from eventlog.codec import encode_envelope
-from replay.checkpoints import Checkpoint, KeySource, at_head, load_key
+from replay.checkpoints import Checkpoint, at_head
+from replay.keys import KeySource, operator_key
 from replay.merkle import (
     EMPTY_ROOT,
     consistency_spans,
@@ -87,10 +88,11 @@ class Prover:
         return self._index.log
 
     def checkpoint(self, *, key: KeySource | None = None) -> Checkpoint:
-        """A checkpoint of the log at its head now, MAC-signed if `key` is given."""
-        key_bytes = None if key is None else load_key(key)
+        """A checkpoint of the log at its head now, signed if `key` (an operator key or its
+        file) is given."""
+        signer = None if key is None else operator_key(key)
         with self._lock:
-            return at_head(self._index, key_bytes)
+            return at_head(self._index, signer)
 
     def prove_inclusion(self, position: int, checkpoint: Checkpoint) -> InclusionProof:
         """Prove that the event at `position` is in the log as `checkpoint` describes it."""

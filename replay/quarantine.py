@@ -5,6 +5,9 @@ entries and fact versions matching every given selector) reach no reader: list, 
 get_relevant, subscribe and the prompt builder skip them, and subscribe falls back to the
 newest version not quarantined. The log, history and verify keep them. A release is another
 event that undoes one quarantine.
+
+Both are operator actions: once the log has an operator key, they take effect only when
+signed by one (`key=`), and without a valid key they are refused before anything is written.
 """
 
 from __future__ import annotations
@@ -14,23 +17,22 @@ from collections.abc import Iterable
 
 from eventlog import (
     InvalidInputError,
-    InvalidTypeError,
-    NewEvent,
     QuarantineApplied,
     QuarantineReleased,
 )
 from eventlog.checks import (
-    check_identifier,
     check_optional_identifier,
     check_position,
     check_positions,
 )
 from eventlog.logs import get_logger
-from projections import SQLiteMemoryStore, inquiries, matching_positions
+from projections import inquiries, matching_positions
+from replay.keys import KeySource, operator_key
+from replay.operators import Actor, append_with_effect, check_reason, signed_event
 
 log = get_logger("factledger.replay")
 
-MAX_REASON_CHARS = 2000
+RESPONDER = Actor(producer_task_id="responder")
 
 
 def quarantine(
@@ -40,11 +42,13 @@ def quarantine(
     producer_task_id: str | None = None,
     source_adapter: str | None = None,
     reason: str,
-    by: str = "responder",
+    actor: Actor = RESPONDER,
+    key: KeySource | None = None,
 ) -> int:
     """Quarantine earlier events matching every given selector; return the event's position.
 
-    Refuses (and writes nothing) when no selector is given or nothing written so far matches.
+    Refuses (and writes nothing) when no selector is given, nothing written so far matches,
+    or the log has an operator key and `key` is not one of them.
     """
     chosen = check_positions("positions", positions)
     producer = check_optional_identifier("producer_task_id", producer_task_id)
@@ -54,13 +58,13 @@ def quarantine(
             "quarantine needs at least one selector: positions, producer_task_id or source_adapter"
         )
     payload = QuarantineApplied(
-        reason=_reason(reason),
+        reason=check_reason(reason),
         match_positions=chosen,
         match_producer_task_id=producer,
         match_source_adapter=adapter,
     )
-    actor = check_identifier("by", by)
-    with SQLiteMemoryStore(db_path) as store, store.write_transaction() as tx:
+    signer = None if key is None else operator_key(key)
+    with actor.store(db_path) as store, store.write_transaction() as tx:
         head = tx.head_position()
         beyond = [p for p in chosen if p > head]
         if beyond:
@@ -71,7 +75,10 @@ def quarantine(
                 "no memory entry or fact version written so far matches every selector; "
                 "nothing was quarantined"
             )
-        [record] = tx.append([NewEvent(payload=payload, producer_task_id=actor)])
+        event = signed_event(
+            tx, store.event_log.log_id, payload, actor=actor, key=signer, action="quarantine"
+        )
+        [record] = append_with_effect(tx, [event])
     log.info("quarantine_applied", position=record.position, covered=len(covered))
     return record.position
 
@@ -81,30 +88,31 @@ def release(
     quarantine_position: int,
     *,
     reason: str,
-    by: str = "responder",
+    actor: Actor = RESPONDER,
+    key: KeySource | None = None,
 ) -> int:
-    """Undo the quarantine appended at `quarantine_position`; return the release's position."""
+    """Undo the quarantine appended at `quarantine_position`; return the release's position.
+    Needs `key` as `quarantine` does."""
     target = check_position("quarantine_position", quarantine_position, minimum=1)
-    payload = QuarantineReleased(quarantine_position=target, reason=_reason(reason))
-    actor = check_identifier("by", by)
-    with SQLiteMemoryStore(db_path) as store, store.write_transaction() as tx:
+    payload = QuarantineReleased(quarantine_position=target, reason=check_reason(reason))
+    signer = None if key is None else operator_key(key)
+    with actor.store(db_path) as store, store.write_transaction() as tx:
         found = inquiries.quarantine_state(tx, target)
         if found is None:
+            refused = inquiries.unauthorized(tx, [target])
+            if refused:
+                raise InvalidInputError(
+                    f"the {refused[0][1]} at position {target} took no effect "
+                    f"({refused[0][3]}): there is nothing to release"
+                )
             raise InvalidInputError(f"position {target} is not a quarantine")
         if found[1] is not None:
             raise InvalidInputError(
                 f"the quarantine at position {target} was already released at {found[1]}"
             )
-        [record] = tx.append([NewEvent(payload=payload, producer_task_id=actor)])
+        event = signed_event(
+            tx, store.event_log.log_id, payload, actor=actor, key=signer, action="release"
+        )
+        [record] = append_with_effect(tx, [event])
     log.info("quarantine_released", position=record.position, quarantine_position=target)
     return record.position
-
-
-def _reason(reason: object) -> str:
-    if not isinstance(reason, str):
-        raise InvalidTypeError(f"reason must be str, not {type(reason).__name__}")
-    if not reason.strip():
-        raise InvalidInputError("reason must say why: it is the record responders read later")
-    if len(reason) > MAX_REASON_CHARS or "\x00" in reason:
-        raise InvalidInputError(f"reason must be at most {MAX_REASON_CHARS} characters, no NUL")
-    return reason

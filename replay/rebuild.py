@@ -135,7 +135,7 @@ def _rebuild_file(
                 "to rebuild (cache=...)"
             )
         path = Path(db_path)
-        projectors = default_projectors()
+        projectors = default_projectors(event_log.log_id)
         begun = event_log.head().position
         with ScratchDatabase.beside(path) as shadow:
             for projector in projectors:
@@ -162,7 +162,7 @@ def _rebuild_cache(
     """Rebuild a host's cache of a log held elsewhere, into a fresh cache file beside it."""
     event_log = open_log(db_path, read_only=True)
     try:
-        projectors = default_projectors()
+        projectors = default_projectors(event_log.log_id)
         model = open_read_model(event_log, projectors, cache=cache)
         try:
             model.open()

@@ -13,12 +13,16 @@ from typing import TextIO
 
 import msgspec
 
-from eventlog import decode_record, open_log
+from eventlog import MemoryAdded, NewEvent, content_hash, decode_record, open_log
 from eventlog.chain import GENESIS_CONTEXT
-from projections import LegacyFile, SQLiteMemoryStore, legacy_events
+from eventlog.signing import claims_of
+from projections import LegacyFile, inquiries, legacy_events
+from replay.keys import KeySource, operator_key
+from replay.operators import Actor, append_with_effect, signed_event
 
 EXPORT_FORMAT = "factledger-export/1"
 Progress = Callable[[int, int], None]
+IMPORTER = Actor(producer_task_id="import-legacy")
 
 
 class ExportHeader(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,6 +60,10 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     already_present: int
     first_position: int | None
     last_position: int | None
+    claims_honoured: bool
+    """Whether readers take the rows' own claims (adapter, task, created_at) as their
+    provenance: signed by an operator key, or in a log with no operator imported by an actor
+    with no adapter. Otherwise they count as written by the importer, now."""
 
 
 _ENCODER = msgspec.json.Encoder()
@@ -99,19 +107,44 @@ def export_log(
         log.close()
 
 
-def import_legacy(db_path: str | os.PathLike[str], source: str | os.PathLike[str]) -> ImportReport:
-    """Import the `memory` table of a legacy database file, once: rows already imported (from
-    this or an identical file) are recognised by their event ids and written again never."""
+def import_legacy(
+    db_path: str | os.PathLike[str],
+    source: str | os.PathLike[str],
+    *,
+    actor: Actor = IMPORTER,
+    key: KeySource | None = None,
+) -> ImportReport:
+    """Import the `memory` table of a legacy database file as events written now by `actor`,
+    each row's own fields kept as claims. Rows already imported (from this or an identical
+    file) are written again never. An import is an operator action: once the log has an
+    operator key it needs `key`. A file with no `memory` table, or a row that cannot be
+    represented, is an error naming it, and nothing is imported."""
+    signer = None if key is None else operator_key(key)
     legacy = LegacyFile(source)
     try:
-        events = legacy_events(legacy) or []
+        events = legacy_events(
+            legacy,
+            producer_task_id=actor.producer_task_id,
+            run_id=actor.run_id,
+            source_adapter=actor.source_adapter,
+            strict=True,
+        )
     finally:
         legacy.close()
-    with SQLiteMemoryStore(db_path) as store:
-        before = store.event_log.head().position
-        with store.write_transaction() as tx:
-            records = tx.append(events) if events else []
-    new = [r.position for r in records if r.position > before]
+    assert events is not None
+    with actor.store(db_path) as store, store.write_transaction() as tx:
+        fresh = _not_imported(inquiries.imported_rows(tx), events)
+        signed = [
+            signed_event(
+                tx, store.event_log.log_id, e.payload, actor=actor, key=signer, action="import"
+            )
+            for e in fresh
+        ]
+        honoured = signer is not None or (
+            actor.source_adapter is None and not inquiries.has_operator(tx)
+        )
+        records = append_with_effect(tx, signed) if signed else []
+    new = [r.position for r in records]
     return ImportReport(
         source=str(source),
         rows=len(events),
@@ -119,4 +152,19 @@ def import_legacy(db_path: str | os.PathLike[str], source: str | os.PathLike[str
         already_present=len(events) - len(new),
         first_position=new[0] if new else None,
         last_position=new[-1] if new else None,
+        claims_honoured=honoured,
     )
+
+
+def _not_imported(done: set[tuple[int, float, str]], events: list[NewEvent]) -> list[NewEvent]:
+    """`events` whose legacy rows (id, created_at, content) were not imported yet, once each."""
+    fresh = []
+    for event in events:
+        payload = event.payload
+        claims = claims_of(payload)
+        assert isinstance(payload, MemoryAdded) and claims is not None
+        row = (claims.id, claims.created_at, content_hash(payload.content.encode("utf-8")))
+        if row not in done:
+            done.add(row)
+            fresh.append(event)
+    return fresh

@@ -7,7 +7,17 @@ tables and progress.
 
 from __future__ import annotations
 
-from replay.cli import agents, audit, demo, forensics, history, lineage, memory, postgres
+from replay.cli import (
+    agents,
+    audit,
+    demo,
+    forensics,
+    history,
+    lineage,
+    memory,
+    operators,
+    postgres,
+)
 from replay.cli.app import app, main
 from replay.cli.errors import DemoFailed
 
@@ -22,5 +32,6 @@ __all__ = [
     "lineage",
     "main",
     "memory",
+    "operators",
     "postgres",
 ]

@@ -23,6 +23,8 @@ import structlog
 from eventlog import FactledgerError, StorageError
 from projections import CrossTaskKB, SQLiteMemoryStore, environment
 from replay.cli import output
+from replay.keys import OperatorKey, read_operator_key
+from replay.operators import Actor
 
 EXIT_OK, EXIT_ERROR, EXIT_TAMPERED, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 PROG = "factledger"
@@ -44,9 +46,27 @@ class Session:
         return self.db
 
     def store(self, *, create: bool = False) -> SQLiteMemoryStore:
-        """The store, writing as the environment's adapter; created only if `create`."""
+        """The store, writing as the environment's actor; created only if `create`."""
         path = self.db if create else self.existing_db()
-        return SQLiteMemoryStore(path, source_adapter=environment.adapter())
+        return SQLiteMemoryStore(
+            path,
+            source_adapter=environment.adapter(),
+            producer_task_id=environment.task_id(),
+            run_id=environment.run_id() or None,
+        )
+
+    def actor(self) -> Actor:
+        """Who the command acts as: the environment's task, run and adapter."""
+        return Actor(
+            producer_task_id=environment.task_id(),
+            run_id=environment.run_id() or None,
+            source_adapter=environment.adapter(),
+        )
+
+    def operator_key(self, given: str | None) -> OperatorKey | None:
+        """The operator key from `--key`, else FACTLEDGER_OPERATOR_KEY, read now (or None)."""
+        path = given or environment.operator_key()
+        return None if path is None else read_operator_key(path)
 
     def kb(self, store: SQLiteMemoryStore) -> CrossTaskKB:
         """The knowledge base over `store`, attributed from the environment."""

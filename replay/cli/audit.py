@@ -9,9 +9,10 @@ import click
 
 from eventlog import StorageError
 from replay.audit import verify
-from replay.checkpoints import Checkpoint, checkpoint, generate_key, load_key
+from replay.checkpoints import Checkpoint, checkpoint
 from replay.cli import output
 from replay.cli.app import EXIT_ERROR, EXIT_OK, EXIT_TAMPERED, Session, app, fail
+from replay.keys import generate_key, read_operator_key
 from replay.proofs import prove_inclusion, verify_inclusion
 from replay.rebuild import rebuild
 
@@ -21,16 +22,28 @@ out_path = click.Path(dir_okay=False, path_type=Path)
 
 @app.command("verify")
 @click.option("--checkpoint", "taken", type=checkpoint_file, help="a checkpoint file taken earlier")
-@click.option("--key", help="operator key file: check the checkpoint's MAC first")
+@click.option(
+    "--pub",
+    metavar="FILE",
+    help="an operator's public key file: check the checkpoint's signature by it first",
+)
 @click.pass_obj
-def verify_(session: Session, taken: TextIO | None, key: str | None) -> int:
-    """Re-hash the whole log (exit 0 ok, 1 empty log or bad input, 2 tampering found)."""
+def verify_(session: Session, taken: TextIO | None, pub: str | None) -> int:
+    """Re-hash the whole log (exit 0 ok, 1 empty log or bad input, 2 tampering found).
+
+    With --checkpoint, also hold the log to a checkpoint taken earlier; with --pub, first
+    check the checkpoint's signature by that public key (exit 2 if it is missing or does not
+    verify; an unsigned checkpoint is exit 1).
+    """
     held = Checkpoint.parse(taken.read()) if taken is not None else None
-    if key is not None:
+    if pub is not None:
         if held is None:
-            raise click.UsageError("--key checks a checkpoint's MAC: give --checkpoint too")
-        if not held.verify_mac(load_key(key)):
-            return fail(f"the checkpoint's MAC does not verify with {key}", code=EXIT_TAMPERED)
+            raise click.UsageError("--pub checks a checkpoint's signature: give --checkpoint too")
+        if not held.verify_signature(pub):
+            return fail(
+                f"the checkpoint carries no valid signature by the key in {pub}",
+                code=EXIT_TAMPERED,
+            )
     with output.progress("verified") as progress:
         report = verify(session.existing_db(), checkpoint=held, progress=progress)
     session.emit(report)
@@ -40,12 +53,16 @@ def verify_(session: Session, taken: TextIO | None, key: str | None) -> int:
 
 
 @app.command("checkpoint")
-@click.option("--key", help="operator key file (32 bytes, mode 0600) to MAC the checkpoint")
+@click.option(
+    "--key",
+    metavar="FILE",
+    help="operator private key file to sign the checkpoint (default: $FACTLEDGER_OPERATOR_KEY)",
+)
 @click.option("--out", type=out_path, help="also write the checkpoint to this file")
 @click.pass_obj
 def checkpoint_(session: Session, key: str | None, out: Path | None) -> int:
-    """Take a checkpoint to keep outside the database."""
-    taken = checkpoint(session.existing_db(), key=key)
+    """Take a checkpoint to keep outside the database (a signed note with --key)."""
+    taken = checkpoint(session.existing_db(), key=session.operator_key(key))
     if out is not None:
         out.write_text(str(taken), encoding="utf-8")
     session.emit(taken, str(taken).rstrip("\n"))
@@ -54,11 +71,20 @@ def checkpoint_(session: Session, key: str | None, out: Path | None) -> int:
 
 @app.command("keygen")
 @click.argument("path", metavar="FILE")
+@click.option("--name", help="the key's name (default: FILE's name without its suffix)")
 @click.pass_obj
-def keygen(session: Session, path: str) -> int:
-    """Create an operator key file for MAC-signed checkpoints (32 random bytes, mode 0600)."""
-    generate_key(path)
-    session.emit({"key": path}, f"wrote a new operator key to {path} (mode 0600)")
+def keygen(session: Session, path: str, name: str | None) -> int:
+    """Create an Ed25519 operator key pair: FILE (private, mode 0600) and FILE.pub.
+
+    Never overwrites a file. Register the public key with `factledger operator add`.
+    """
+    public = generate_key(path, name=name)
+    key = read_operator_key(path)
+    session.emit(
+        {"key": path, "public_key": str(public), "key_id": key.key_id, "name": key.name},
+        f"wrote the private key {path} (mode 0600; keep it secret) and the public key "
+        f"{public}: {key.public.verifier_key}",
+    )
     return EXIT_OK
 
 

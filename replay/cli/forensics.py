@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from projections import environment
 from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
 from replay.forensics import blast_radius
@@ -54,9 +53,18 @@ def blast_radius_(
     return EXIT_OK
 
 
+key_option = click.option(
+    "--key",
+    metavar="FILE",
+    help="operator private key file to sign with (default: $FACTLEDGER_OPERATOR_KEY); "
+    "needed once the log has an operator",
+)
+
+
 @app.command("quarantine")
 @suspect_options
 @click.option("--reason", required=True, help="why, recorded in the log")
+@key_option
 @click.pass_obj
 def quarantine_(
     session: Session,
@@ -64,6 +72,7 @@ def quarantine_(
     producer: str | None,
     positions: tuple[int, ...],
     reason: str,
+    key: str | None,
 ) -> int:
     """Keep a suspect's events from every reader (the log keeps them as evidence)."""
     position = quarantine(
@@ -72,7 +81,8 @@ def quarantine_(
         producer_task_id=producer,
         source_adapter=adapter,
         reason=reason,
-        by=environment.task_id(),
+        actor=session.actor(),
+        key=session.operator_key(key),
     )
     session.emit({"quarantine_position": position}, f"quarantine recorded at position {position}")
     return EXIT_OK
@@ -81,11 +91,16 @@ def quarantine_(
 @app.command("release")
 @click.argument("quarantine_position", type=int)
 @click.option("--reason", required=True, help="why, recorded in the log")
+@key_option
 @click.pass_obj
-def release_(session: Session, quarantine_position: int, reason: str) -> int:
+def release_(session: Session, quarantine_position: int, reason: str, key: str | None) -> int:
     """Undo a quarantine."""
     position = release(
-        session.existing_db(), quarantine_position, reason=reason, by=environment.task_id()
+        session.existing_db(),
+        quarantine_position,
+        reason=reason,
+        actor=session.actor(),
+        key=session.operator_key(key),
     )
     session.emit({"release_position": position}, f"release recorded at position {position}")
     return EXIT_OK
@@ -113,8 +128,16 @@ def export(session: Session, out: Path | None) -> int:
 
 @app.command("import-legacy")
 @click.argument("path")
+@key_option
 @click.pass_obj
-def import_legacy_(session: Session, path: str) -> int:
-    """Import the memory table of a database of the replaced store."""
-    session.emit(import_legacy(session.db, path))
+def import_legacy_(session: Session, path: str, key: str | None) -> int:
+    """Import the memory table of a database of the replaced store.
+
+    The rows are written now, by the environment's task, run and adapter; each row's own
+    fields are kept as claims, honoured only for an import signed by an operator key (or, in
+    a log with no operator, an import with no adapter).
+    """
+    session.emit(
+        import_legacy(session.db, path, actor=session.actor(), key=session.operator_key(key))
+    )
     return EXIT_OK

@@ -67,7 +67,8 @@ def test_checkpoint_then_verify_catches_a_cut_tail(populated: Cli, tmp_path: Pat
 
 
 def test_signed_checkpoint_and_key_checks(populated: Cli, tmp_path: Path) -> None:
-    """keygen writes a 0600 key; a signed checkpoint verifies with it and fails with another."""
+    """keygen writes a 0600 key pair; a signed checkpoint verifies with its public key and
+    fails with another's; --pub needs --checkpoint; an open private key is refused."""
     key, other = tmp_path / "op.key", tmp_path / "other.key"
     assert 0 == populated("keygen", str(key)).code
     populated("keygen", str(other))
@@ -75,10 +76,10 @@ def test_signed_checkpoint_and_key_checks(populated: Cli, tmp_path: Path) -> Non
     assert 1 == populated("keygen", str(key)).code
     cp = tmp_path / "signed.txt"
     populated("checkpoint", "--key", str(key), "--out", str(cp))
-    assert 0 == populated("verify", "--checkpoint", str(cp), "--key", str(key)).code
-    forged = populated("verify", "--checkpoint", str(cp), "--key", str(other))
-    assert 2 == forged.code and "MAC" in forged.err
-    assert 1 == populated("verify", "--key", str(key)).code
+    assert 0 == populated("verify", "--checkpoint", str(cp), "--pub", f"{key}.pub").code
+    forged = populated("verify", "--checkpoint", str(cp), "--pub", f"{other}.pub")
+    assert 2 == forged.code and "no valid signature" in forged.err
+    assert 1 == populated("verify", "--pub", f"{key}.pub").code
     os.chmod(key, 0o644)
     refused = populated("checkpoint", "--key", str(key))
     assert 1 == refused.code and "Traceback" not in refused.err

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from eventlog import MemoryAdded, NewEvent, open_log
 from projections import LegacyImportError, SQLiteMemoryStore
 
 LEGACY_SCHEMA = """CREATE TABLE memory (
@@ -49,7 +50,7 @@ def test_legacy_rows_become_events_in_created_order(db_path: Path) -> None:
     with SQLiteMemoryStore(db_path) as store:
         entries = store.list()
         events = list(store.event_log.read())
-    assert [3, 7, 9] == [e.payload.legacy_id for e in events]  # type: ignore[union-attr]
+    assert [3, 7, 9] == [e.payload.claims.id for e in events]  # type: ignore[union-attr]
     assert [3, 2, 1] == [e.id for e in entries]
     newest, middle, oldest = entries
     assert ("decision", ["api"], 0.4, "task-b", 1700000200.0, "codex") == (
@@ -111,3 +112,73 @@ def test_unimportable_legacy_row_names_its_id_and_imports_nothing(db_path: Path)
         SQLiteMemoryStore(db_path)
     raw = sqlite3.connect(db_path)
     assert [] == raw.execute("SELECT * FROM fl_events").fetchall()
+
+
+def test_legacy_rows_are_written_now_by_the_opening_handle(db_path: Path) -> None:
+    """The import's events carry the handle's actor and the log's clock; the rows' own fields
+    are claims. A handle with no adapter (the drop-in case) honours them, so entries read as
+    the replaced store's did."""
+    legacy_file(db_path, ROWS)
+    with SQLiteMemoryStore(db_path, producer_task_id="migrate-1") as store:
+        events = list(store.event_log.read())
+        entries = {e.claims.id: e for e in store.list() if e.claims is not None}
+    assert {"migrate-1"} == {e.producer_task_id for e in events}
+    assert all(e.ts_ns > 1.7e18 for e in events)
+    assert ("codex", "task-b", 1700000200.0) == (
+        entries[9].source_adapter,
+        entries[9].task_id,
+        entries[9].created_at,
+    )
+
+
+def test_legacy_rows_opened_under_an_adapter_count_as_that_adapters(db_path: Path) -> None:
+    """A handle with an adapter importing on open gets entries under its own adapter and
+    producer, at import time; the claims are shown, not honoured."""
+    legacy_file(db_path, ROWS)
+    with SQLiteMemoryStore(db_path, source_adapter="gemini-cli", producer_task_id="t9") as store:
+        entries = store.list()
+    assert {("gemini-cli", "t9")} == {(e.source_adapter, e.task_id) for e in entries}
+    assert all(e.created_at > 1.7e9 + 1000 for e in entries)
+    assert {None, "codex"} == {e.claims.source_adapter for e in entries if e.claims}
+
+
+def test_imports_written_before_claims_fold_as_they_did(db_path: Path) -> None:
+    """An import event of an earlier version (its row's fields as the event's own provenance,
+    `legacy_id` and `created_at` in the payload) still decodes and reads as before."""
+    log = open_log(db_path)
+    log.append(
+        NewEvent(
+            payload=MemoryAdded(
+                type="learning", content="old", task_id="task-a", created_at=5.0, legacy_id=7
+            ),
+            producer_task_id="task-a",
+            source_adapter="codex",
+            event_id="legacy:7:abc",
+            ts_ns=5_000_000_000,
+        )
+    )
+    log.close()
+    with SQLiteMemoryStore(db_path) as store:
+        [entry] = store.list()
+    assert ("codex", "task-a", 5.0, None) == (
+        entry.source_adapter,
+        entry.task_id,
+        entry.created_at,
+        entry.claims,
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [(5, "task\u200ba"), (9, "claude code"), (9, "\u0441odex")],
+    ids=["task-zero-width", "adapter-space", "adapter-cyrillic"],
+)
+def test_a_lookalike_claimed_name_stops_the_import_naming_the_row(
+    db_path: Path, column: int, value: str
+) -> None:
+    """A claimed task id or adapter that only looks like a plain name is refused by row id."""
+    row = list(ROWS[0])
+    row[column] = value
+    legacy_file(db_path, [tuple(row)])
+    with pytest.raises(LegacyImportError, match=r"id=7"):
+        SQLiteMemoryStore(db_path)

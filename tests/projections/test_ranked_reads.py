@@ -277,7 +277,7 @@ FACT_BATCHES = st.lists(
 def fold_one_by_one(store: SQLiteMemoryStore) -> dict[str, list[tuple[Any, ...]]]:
     """Every projector table, folding each event on its own."""
     scratch = ScratchDatabase()
-    projectors = default_projectors()
+    projectors = default_projectors(store.event_log.log_id)
     fold(scratch, projectors, [])
     for record in store.event_log.read():
         for projector in projectors:
@@ -287,14 +287,18 @@ def fold_one_by_one(store: SQLiteMemoryStore) -> dict[str, list[tuple[Any, ...]]
 
 def fold_in_one_batch(store: SQLiteMemoryStore) -> dict[str, list[tuple[Any, ...]]]:
     scratch = ScratchDatabase()
-    projectors = default_projectors()
+    projectors = default_projectors(store.event_log.log_id)
     fold(scratch, projectors, store.event_log.read())
     return {t: list(table_rows(scratch, t)) for p in projectors for t in p.tables}
 
 
 def live(store: SQLiteMemoryStore) -> dict[str, list[tuple[Any, ...]]]:
     with store.snapshot() as snap:
-        return {t: list(table_rows(snap, t)) for p in default_projectors() for t in p.tables}
+        return {
+            t: list(table_rows(snap, t))
+            for p in default_projectors(store.event_log.log_id)
+            for t in p.tables
+        }
 
 
 @settings(max_examples=100, deadline=None)

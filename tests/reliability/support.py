@@ -79,7 +79,7 @@ def read_model(db: Readable) -> Tables:
     """Every table of the default projectors in `db`."""
     return {
         table: table_rows(db, table)
-        for projector in default_projectors()
+        for projector in default_projectors("any log: table names are fixed")
         for table in projector.tables
     }
 
@@ -94,7 +94,7 @@ def refolded_tables(log: EventLog) -> Tables:
     """The read model folded from scratch out of every event of `log`."""
     scratch = ScratchWriter()
     try:
-        fold(scratch, default_projectors(), log.read())
+        fold(scratch, default_projectors(log.log_id), log.read())
         return read_model(scratch)
     finally:
         scratch.close()

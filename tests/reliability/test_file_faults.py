@@ -292,6 +292,9 @@ def _fill(store: SQLiteMemoryStore) -> None:
     with pytest.raises(StorageError, match="no space left"):
         while True:
             store.add("learning", "filler", ["filler"])
+    with pytest.raises(StorageError, match="no space left"):
+        while True:
+            store.decay_importance(1.0)  # the smallest event: no room is left even for it
 
 
 def _ungrow(store: SQLiteMemoryStore) -> None:

@@ -1,14 +1,14 @@
-"""Checkpoints: what they hold, their text form, their MAC, operator key files."""
+"""Checkpoints: what they hold, their text form, their signed-note signatures."""
 
 from __future__ import annotations
 
 import base64
-import os
+import hashlib
 from pathlib import Path
 
-import blake3
 import msgspec
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from eventlog import (
     CorruptLogError,
@@ -19,7 +19,9 @@ from eventlog import (
 )
 from eventlog.chain import genesis
 from eventlog.contract import fact, memory
-from replay.checkpoints import Checkpoint, checkpoint, generate_key, load_key
+from replay.checkpoints import Checkpoint, NoteSignature, checkpoint
+from replay.errors import KeyFileError, UnsignedCheckpointError
+from replay.keys import generate_key, read_operator_key
 from replay.merkle import EMPTY_ROOT
 from replay.proofs import Prover
 from tests.eventlog.test_tampering import _raw, edit_payload
@@ -53,7 +55,14 @@ def sample(**fields: object) -> Checkpoint:
 
 @pytest.fixture
 def key_path(tmp_path: Path) -> Path:
-    return generate_key(tmp_path / "operator.key")
+    """A private key file (its public key is beside it, in `operator.key.pub`)."""
+    generate_key(tmp_path / "operator.key")
+    return tmp_path / "operator.key"
+
+
+@pytest.fixture
+def pub_path(key_path: Path) -> Path:
+    return key_path.with_name("operator.key.pub")
 
 
 # -- what a checkpoint holds ---------------------------------------------------------------
@@ -139,11 +148,11 @@ def test_text_form_is_four_lines() -> None:
 
 
 def test_text_round_trip_unsigned_and_signed(key_path: Path) -> None:
-    """parse(str(cp)) gives back the same checkpoint, with or without its MAC."""
+    """parse(str(cp)) gives back the same checkpoint, with or without its signature line."""
     unsigned = sample()
     signed = unsigned.sign(key_path)
     assert (unsigned, signed) == (Checkpoint.parse(str(unsigned)), Checkpoint.parse(str(signed)))
-    assert str(signed).startswith(str(unsigned) + "\n\N{EM DASH} factledger-mac ")
+    assert str(signed).startswith(str(unsigned) + "\n\N{EM DASH} operator ")
 
 
 def test_taken_checkpoint_round_trips(tmp_path: Path) -> None:
@@ -156,7 +165,7 @@ def test_taken_checkpoint_round_trips(tmp_path: Path) -> None:
 
 GOOD = str(sample())
 LINES = GOOD.splitlines()
-MAC_LINE = "\N{EM DASH} factledger-mac " + base64.b64encode(bytes(32)).decode()
+SIG_LINE = "\N{EM DASH} operator " + base64.b64encode(bytes(68)).decode()
 
 
 @pytest.mark.parametrize(
@@ -177,15 +186,20 @@ MAC_LINE = "\N{EM DASH} factledger-mac " + base64.b64encode(bytes(32)).decode()
         pytest.param(GOOD.replace(CHAIN, CHAIN.upper()), id="uppercase chain hash"),
         pytest.param(GOOD.replace(CHAIN, CHAIN[:-2]), id="short chain hash"),
         pytest.param(GOOD.replace("chain ", "chain:"), id="chain label"),
-        pytest.param(GOOD + MAC_LINE + "\n\n", id="MAC without blank line"),
-        pytest.param(GOOD + "x\n" + MAC_LINE + "\n", id="text instead of blank line"),
-        pytest.param(GOOD + "\n" + MAC_LINE[:-4] + "\n", id="short MAC"),
-        pytest.param(GOOD + "\n" + MAC_LINE.replace("\N{EM DASH}", "-") + "\n", id="hyphen"),
+        pytest.param(GOOD + "\n", id="blank line and no signature"),
+        pytest.param(GOOD + SIG_LINE + "\n\n", id="signature without blank line"),
+        pytest.param(GOOD + "x\n" + SIG_LINE + "\n", id="text instead of blank line"),
+        pytest.param(GOOD + "\n" + SIG_LINE[:16] + "\n", id="short signature"),
+        pytest.param(GOOD + "\n" + SIG_LINE.replace("\N{EM DASH}", "-") + "\n", id="hyphen"),
+        pytest.param(GOOD + "\n" + SIG_LINE.replace("operator", "op+x") + "\n", id="plus"),
+        pytest.param(GOOD + "\n" + SIG_LINE.replace(" operator ", " ") + "\n", id="no name"),
+        pytest.param(GOOD + "\n" + SIG_LINE + "\n" + "\n" + SIG_LINE + "\n", id="gap"),
+        pytest.param(GOOD + "\n" + (SIG_LINE + "\n") * 101, id="101 signatures"),
     ],
 )
 def test_parse_refuses_malformed_text(text: str) -> None:
     """Anything but the exact form is refused with a clear InvalidInputError."""
-    with pytest.raises(InvalidInputError, match="checkpoint"):
+    with pytest.raises(InvalidInputError, match=r"checkpoint|signature"):
         Checkpoint.parse(text)
 
 
@@ -204,7 +218,8 @@ def test_parse_refuses_non_text() -> None:
         ({"size": -1}, InvalidInputError),
         ({"size": True}, InvalidTypeError),
         ({"log_id": "two\nlines"}, InvalidInputError),
-        ({"mac": b"short"}, InvalidInputError),
+        ({"signatures": (b"sig",)}, InvalidTypeError),
+        ({"signatures": [NoteSignature(name="a", key_hash=bytes(4), signature=b"s")]}, TypeError),
     ],
 )
 def test_checkpoint_refuses_bad_fields(fields: dict[str, object], error: type[Exception]) -> None:
@@ -213,91 +228,113 @@ def test_checkpoint_refuses_bad_fields(fields: dict[str, object], error: type[Ex
         sample(**fields)
 
 
-# -- the MAC and the operator key ------------------------------------------------------------
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"name": "two words"},
+        {"name": "a+b"},
+        {"name": ""},
+        {"key_hash": bytes(3)},
+        {"signature": b""},
+    ],
+)
+def test_signature_line_refuses_bad_fields(fields: dict[str, object]) -> None:
+    """A signature line is well formed from construction on."""
+    values: dict[str, object] = {"name": "op", "key_hash": bytes(4), "signature": bytes(64)}
+    with pytest.raises(InvalidInputError):
+        NoteSignature(**{**values, **fields})  # type: ignore[arg-type]
 
 
-def test_mac_verifies_under_its_own_key_only(tmp_path: Path, key_path: Path) -> None:
-    """A MAC made with one key fails under another; an unsigned checkpoint fails under any."""
+# -- signatures anyone can check ---------------------------------------------------------------
+
+
+def test_signature_verifies_with_its_own_public_key_only(
+    tmp_path: Path, key_path: Path, pub_path: Path
+) -> None:
+    """A signature checks out under the signer's public key file, not under another key's."""
     other = generate_key(tmp_path / "other.key")
     signed = sample().sign(key_path)
-    assert (True, False, False) == (
-        signed.verify_mac(key_path),
-        signed.verify_mac(other),
-        sample().verify_mac(key_path),
-    )
+    assert (True, False) == (signed.verify_signature(pub_path), signed.verify_signature(other))
 
 
-def test_mac_covers_every_line(key_path: Path) -> None:
-    """Changing the size, root or chain hash of a signed checkpoint breaks its MAC."""
+def test_unsigned_checkpoint_is_a_clear_error(pub_path: Path) -> None:
+    """Checking the signature of a checkpoint that carries none says so."""
+    with pytest.raises(UnsignedCheckpointError, match="carries no signature"):
+        sample().verify_signature(pub_path)
+
+
+def test_signature_covers_every_line(key_path: Path, pub_path: Path) -> None:
+    """Changing the log id, size, root or chain hash of a signed checkpoint breaks it."""
     signed = sample().sign(key_path)
     changed = [
+        Checkpoint.parse(str(signed).replace(LOG_ID, "another-log")),
         Checkpoint.parse(str(signed).replace("\n7\n", "\n8\n")),
         Checkpoint.parse(str(signed).replace(CHAIN, "cd" * 32)),
         msgspec.structs.replace(signed, root=bytes(32)),
     ]
-    assert [False, False, False] == [cp.verify_mac(key_path) for cp in changed]
+    assert [False] * 4 == [cp.verify_signature(pub_path) for cp in changed]
 
 
-def test_mac_is_blake3_keyed_over_the_body(key_path: Path) -> None:
-    """The MAC line holds BLAKE3(key=operator key) of the four lines, as documented."""
-    signed = sample().sign(key_path)
-    expected = blake3.blake3(str(sample()).encode(), key=key_path.read_bytes()).digest()
-    assert expected == signed.mac
+def test_a_failing_signature_by_the_key_rejects_the_note(key_path: Path, pub_path: Path) -> None:
+    """As C2SP says, a bad signature by a known key rejects the checkpoint, even beside a good
+    one by the same key."""
+    good = sample().sign(key_path)
+    [line] = good.signatures
+    bad = msgspec.structs.replace(line, signature=bytes(64))
+    assert not msgspec.structs.replace(good, signatures=(line, bad)).verify_signature(pub_path)
 
 
-def test_checkpoint_with_key_is_signed(tmp_path: Path, key_path: Path) -> None:
-    """checkpoint(..., key=path) returns a checkpoint whose MAC verifies under that key."""
+def test_signatures_by_two_keys_each_verify(tmp_path: Path, key_path: Path, pub_path: Path) -> None:
+    """Two keys may sign one checkpoint; signing again with a key replaces its line."""
+    other_pub = generate_key(tmp_path / "witness.key")
+    signed = sample().sign(key_path).sign(tmp_path / "witness.key").sign(key_path)
+    assert ["witness", "operator"] == [s.name for s in signed.signatures]
+    assert signed.verify_signature(pub_path) and signed.verify_signature(other_pub)
+
+
+def test_signature_line_is_c2sp_signed_note_checked_by_cryptography(
+    key_path: Path, pub_path: Path
+) -> None:
+    """The signature line is `— name base64(key hash || Ed25519 signature)` over the four
+    lines; pyca cryptography's own verify accepts it with the key from the .pub file, whose
+    hash is SHA-256(name || 0x0A || 0x01 || key)[:4]."""
+    text = str(sample().sign(key_path))
+    body, _, line = text.partition("\n\n")
+    name, blob = line.removeprefix("\N{EM DASH} ").rstrip("\n").split(" ")
+    data = base64.b64decode(blob)
+    vkey_name, vkey_hash, vkey = pub_path.read_text().strip().split("+", 2)
+    raw = base64.b64decode(vkey)
+    assert (name, data[:4].hex(), raw[0]) == (vkey_name, vkey_hash, 1)
+    assert data[:4] == hashlib.sha256(name.encode() + b"\n\x01" + raw[1:]).digest()[:4]
+    Ed25519PublicKey.from_public_bytes(raw[1:]).verify(data[4:], (body + "\n").encode())
+
+
+def test_checkpoint_with_key_is_signed(tmp_path: Path, key_path: Path, pub_path: Path) -> None:
+    """checkpoint(..., key=path) returns a checkpoint whose signature verifies."""
     path = tmp_path / "log.db"
     make_log(path, 2)
-    assert checkpoint(path, key=key_path).verify_mac(key_bytes := load_key(key_path))
-    assert 32 == len(key_bytes)
+    assert checkpoint(path, key=key_path).verify_signature(pub_path)
+    assert checkpoint(path, key=read_operator_key(key_path)).verify_signature(pub_path)
 
 
-def test_generated_key_is_32_bytes_mode_0600(key_path: Path) -> None:
-    """A new key file holds 32 bytes nobody else may read."""
-    assert (32, 0o600) == (len(key_path.read_bytes()), key_path.stat().st_mode & 0o777)
+def test_signed_checkpoint_verifies_offline_from_the_public_key_file_only(
+    tmp_path: Path, key_path: Path, pub_path: Path
+) -> None:
+    """With the database and the private key gone, the checkpoint text and the .pub file are
+    all an auditor needs."""
+    path = tmp_path / "log.db"
+    make_log(path, 5)
+    (tmp_path / "checkpoint.txt").write_text(str(checkpoint(path, key=key_path)))
+    path.unlink()
+    key_path.unlink()
+    held = Checkpoint.parse((tmp_path / "checkpoint.txt").read_text())
+    assert held.verify_signature(pub_path)
 
 
-def test_generate_key_never_overwrites(key_path: Path) -> None:
-    """An existing file is refused and left as it was."""
-    before = key_path.read_bytes()
-    with pytest.raises(InvalidInputError, match="refusing to overwrite"):
-        generate_key(key_path)
-    assert before == key_path.read_bytes()
-
-
-@pytest.mark.parametrize("mode", [0o640, 0o604, 0o620, 0o602, 0o644])
-def test_key_file_open_to_group_or_others_is_refused(key_path: Path, mode: int) -> None:
-    """A key file readable or writable by group or others is refused, naming its mode."""
-    os.chmod(key_path, mode)
-    with pytest.raises(InvalidInputError, match=f"{mode:04o}"):
-        load_key(key_path)
-    with pytest.raises(InvalidInputError):
-        sample().sign(key_path)
-
-
-@pytest.mark.parametrize("size", [0, 31, 33, 64])
-def test_key_file_of_the_wrong_length_is_refused(tmp_path: Path, size: int) -> None:
-    """Exactly 32 bytes, or the key is refused."""
-    path = tmp_path / "bad.key"
-    path.write_bytes(b"k" * size)
-    os.chmod(path, 0o600)
-    with pytest.raises(InvalidInputError, match="exactly 32 bytes"):
-        load_key(path)
-
-
-def test_missing_key_file_and_directory_are_refused(tmp_path: Path) -> None:
-    """No file, or a directory, is not a key."""
-    with pytest.raises(InvalidInputError, match="no key file"):
-        load_key(tmp_path / "absent.key")
-    with pytest.raises(InvalidInputError, match="not a regular file"):
-        load_key(tmp_path)
-
-
-def test_key_bytes_are_accepted_at_the_right_length_only() -> None:
-    """32 raw bytes work as a key; other lengths and types are refused."""
-    assert sample().sign(bytes(32)).verify_mac(bytes(32))
-    with pytest.raises(InvalidInputError):
-        load_key(bytes(16))
-    with pytest.raises(InvalidTypeError):
-        load_key(bytearray(32))  # type: ignore[arg-type]
+def test_a_private_key_where_a_public_key_is_needed_is_refused(key_path: Path) -> None:
+    """verify_signature wants the .pub file; given the private key it refuses, quoting none
+    of it."""
+    signed = sample().sign(key_path)
+    with pytest.raises(KeyFileError, match="holds a private key") as caught:
+        signed.verify_signature(key_path)
+    assert key_path.read_text().split("+")[-1].strip() not in str(caught.value)

@@ -1,0 +1,112 @@
+"""What an operator signs, and how a signature is checked (Ed25519, RFC 8032, via pyca
+cryptography). README, "Operators and signing", is the specification:
+
+    statement = UTF-8("factledger operator action v1\\n")
+                || canonical JSON of {"log_id", "event_id", "producer_task_id", "run_id",
+                                      "source_adapter", "payload"}
+    key hash  = SHA-256(UTF-8(key name) || 0x0A || 0x01 || 32-byte public key)[:4]
+
+The payload is encoded as the log stores it, without its `authorization`; the canonical JSON
+is the log's own (msgspec: members in declaration order, no whitespace, UTF-8). The key hash
+is C2SP signed-note's, and its 8 hex digits are the key's id.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+
+import msgspec
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from eventlog.events import Authorization, EventPayload, LegacyClaims
+
+STATEMENT_PREFIX = b"factledger operator action v1\n"
+"""Domain separation: no checkpoint note or other signed text starts with this line."""
+ED25519 = 0x01
+"""C2SP signed-note's signature type for Ed25519."""
+PUBLIC_KEY_SIZE = 32
+SIGNATURE_SIZE = 64
+
+_ENCODER = msgspec.json.Encoder(order="deterministic")
+
+
+class _Statement(msgspec.Struct, frozen=True, kw_only=True):
+    log_id: str
+    event_id: str
+    producer_task_id: str
+    run_id: str | None
+    source_adapter: str | None
+    payload: EventPayload
+
+
+def authorization_of(payload: EventPayload) -> Authorization | None:
+    """The signature an operator action carries, if any."""
+    found = getattr(payload, "authorization", None)
+    return found if isinstance(found, Authorization) else None
+
+
+def claims_of(payload: EventPayload) -> LegacyClaims | None:
+    """The legacy row's claims an import carries; None for any other event."""
+    found = getattr(payload, "claims", None)
+    return found if isinstance(found, LegacyClaims) else None
+
+
+def action_statement(
+    *,
+    log_id: str,
+    event_id: str,
+    producer_task_id: str,
+    run_id: str | None,
+    source_adapter: str | None,
+    payload: EventPayload,
+) -> bytes:
+    """The bytes an operator signs for an action: binds the log, the event id (which the log
+    stores once), the acting producer, run and adapter, and the payload."""
+    statement = _Statement(
+        log_id=log_id,
+        event_id=event_id,
+        producer_task_id=producer_task_id,
+        run_id=run_id,
+        source_adapter=source_adapter,
+        payload=_unsigned(payload),
+    )
+    return STATEMENT_PREFIX + _ENCODER.encode(statement)
+
+
+def _unsigned(payload: EventPayload) -> EventPayload:
+    if "authorization" not in payload.__struct_fields__:
+        return payload
+    return msgspec.structs.replace(payload, authorization=msgspec.UNSET)
+
+
+def key_hash(name: str, public_key: bytes) -> bytes:
+    """C2SP signed-note's 4-byte hash of an Ed25519 key named `name`."""
+    return hashlib.sha256(name.encode("utf-8") + b"\n" + bytes([ED25519]) + public_key).digest()[:4]
+
+
+def key_id(name: str, public_key: bytes) -> str:
+    """A key's id: its key hash in 8 lowercase hex digits."""
+    return key_hash(name, public_key).hex()
+
+
+def strict_base64(text: str) -> bytes | None:
+    """`text` decoded as canonical, padded standard base64, or None."""
+    try:
+        value = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return value if base64.b64encode(value).decode("ascii") == text else None
+
+
+def verify(public_key: bytes, signature: bytes, message: bytes) -> bool:
+    """Whether `signature` is a valid Ed25519 signature of `message` by `public_key`."""
+    if len(public_key) != PUBLIC_KEY_SIZE or len(signature) != SIGNATURE_SIZE:
+        return False
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
+    except (InvalidSignature, ValueError):
+        return False
+    return True

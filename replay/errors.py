@@ -1,0 +1,20 @@
+"""The audit side's own errors: operator keys and operator authority."""
+
+from __future__ import annotations
+
+from eventlog.errors import FactledgerError, InvalidInputError
+
+
+class KeyFileError(InvalidInputError):
+    """A key file is missing, unreadable, not a key, or the wrong kind of key (a public key
+    where a private one is needed, or the other way round). Its message never quotes the
+    file's contents."""
+
+
+class NotAuthorizedError(FactledgerError):
+    """An operator action was refused before anything was written: the log has an operator and
+    no key was given, or the key given is not a registered operator key at the log's head."""
+
+
+class UnsignedCheckpointError(InvalidInputError):
+    """A checkpoint's signature was to be checked, but the checkpoint carries none."""

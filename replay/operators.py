@@ -1,0 +1,331 @@
+"""Operators: the Ed25519 keys a log registers, and the signing of operator actions.
+
+A log with no operator key is open: any local user can act as operator (quarantine, release,
+import), as in a store without operators. `add_operator` registers a key (the first one
+signed by itself, later ones by an operator key); from then on every operator action must
+carry a signature by a key registered at its position, and the knowledge projector gives an
+unsigned or badly signed one no effect (`projections.operators`). These functions refuse
+such an action before writing anything, with `NotAuthorizedError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+from collections.abc import Sequence
+from contextlib import closing
+
+import msgspec
+
+from eventlog import (
+    Authorization,
+    EventPayload,
+    InvalidInputError,
+    InvalidTypeError,
+    NewEvent,
+    OperatorAdded,
+    OperatorRemoved,
+    RecordedEvent,
+    open_log,
+)
+from eventlog.checks import check_actor, check_identifier, check_optional_actor
+from eventlog.logs import get_logger
+from eventlog.signing import action_statement
+from projections import (
+    ProjectedTransaction,
+    Readable,
+    SQLiteMemoryStore,
+    default_projectors,
+    inquiries,
+    read_model_at_head,
+)
+from replay.errors import NotAuthorizedError
+from replay.keys import KeySource, OperatorKey, PublicKey, operator_key, read_public_key
+
+log = get_logger("factledger.replay")
+
+ACTION_ID_PREFIX = "op:"
+"""Event ids of signed actions, chosen before signing (the log stores an id once)."""
+OPEN = (
+    "no operator key is registered: any local user can act as operator until one is added "
+    "(factledger operator add)"
+)
+ENFORCED = (
+    "quarantine, release, import and operator changes take effect only when signed by a key "
+    "registered here"
+)
+MAX_REASON_CHARS = 2000
+
+
+class Actor(msgspec.Struct, frozen=True, kw_only=True):
+    """Who performs an action: the producer task, run and adapter its event names."""
+
+    producer_task_id: str
+    run_id: str | None = None
+    source_adapter: str | None = None
+
+    def __post_init__(self) -> None:
+        check_actor("producer_task_id", self.producer_task_id)
+        check_optional_actor("run_id", self.run_id)
+        check_optional_actor("source_adapter", self.source_adapter)
+
+    def event(self, payload: EventPayload, *, event_id: str | None = None) -> NewEvent:
+        """An event of `payload` naming this actor."""
+        return NewEvent(
+            payload=payload,
+            producer_task_id=self.producer_task_id,
+            run_id=self.run_id,
+            source_adapter=self.source_adapter,
+            event_id=event_id,
+        )
+
+    def store(self, db_path: str | os.PathLike[str]) -> SQLiteMemoryStore:
+        """A store on `db_path` writing as this actor."""
+        return SQLiteMemoryStore(
+            db_path,
+            source_adapter=self.source_adapter,
+            producer_task_id=self.producer_task_id,
+            run_id=self.run_id,
+        )
+
+
+OPERATOR = Actor(producer_task_id="operator")
+
+
+class Operator(msgspec.Struct, frozen=True, kw_only=True):
+    """An operator key of a log: when, by which key and by whom it was added and removed."""
+
+    key_id: str
+    name: str
+    public_key: str
+    """Its verifier key line, as in its `.pub` file."""
+    added_position: int
+    added_ts_ns: int
+    added_by_key: str
+    """The key that signed the addition (the key itself, for the first)."""
+    added_by_producer: str
+    added_by_adapter: str | None
+    removed_position: int | None = None
+    removed_ts_ns: int | None = None
+    removed_by_key: str | None = None
+    removed_by_producer: str | None = None
+    removed_by_adapter: str | None = None
+
+
+class Operators(msgspec.Struct, frozen=True, kw_only=True):
+    """A log's operator keys as of `at_position`, and what that means for operator actions."""
+
+    at_position: int
+    enforced: bool
+    """Whether operator actions need a registered key's signature."""
+    note: str
+    operators: list[Operator]
+
+
+def add_operator(
+    db_path: str | os.PathLike[str],
+    public_key_path: str | os.PathLike[str] | PublicKey,
+    *,
+    key: KeySource,
+    actor: Actor = OPERATOR,
+) -> int:
+    """Register the public key in `public_key_path` as an operator key; return the event's
+    position. The first key of a log signs its own registration (`key` is its private key);
+    later ones are signed by an operator key."""
+    public = (
+        public_key_path
+        if isinstance(public_key_path, PublicKey)
+        else read_public_key(public_key_path)
+    )
+    signer = operator_key(key)
+    payload = OperatorAdded(name=public.name, key_id=public.key_id, public_key=_b64(public.raw))
+    with actor.store(db_path) as store, store.write_transaction() as tx:
+        found = inquiries.operator(tx, public.key_id)
+        if found is not None:
+            raise InvalidInputError(
+                f"key {public.key_id} ({public.name}) was registered at position {found[3]}"
+                + ("" if found[5] is None else f" and removed at {found[5]}; make a new key")
+            )
+        event = signed_event(
+            tx,
+            store.event_log.log_id,
+            payload,
+            actor=actor,
+            key=signer,
+            action="adding an operator key",
+            registering=public,
+        )
+        position = append_with_effect(tx, [event])[0].position
+    log.info("operator_added", position=position, key_id=public.key_id, by=signer.key_id)
+    return position
+
+
+def remove_operator(
+    db_path: str | os.PathLike[str],
+    key_id: str,
+    *,
+    key: KeySource,
+    reason: str,
+    actor: Actor = OPERATOR,
+) -> int:
+    """Stop the operator key `key_id` authorizing anything after the returned position; what
+    it signed before stands. Signed by an operator key (it may be the key removed); the last
+    key registered cannot be removed."""
+    target = check_identifier("key_id", key_id)
+    signer = operator_key(key)
+    payload = OperatorRemoved(key_id=target, reason=check_reason(reason))
+    with actor.store(db_path) as store, store.write_transaction() as tx:
+        found = inquiries.operator(tx, target)
+        if found is None or found[5] is not None:
+            raise InvalidInputError(
+                f"{target} is not an operator key of this log"
+                + ("" if found is None else f" (removed at position {found[5]})")
+            )
+        active = [row for row in inquiries.operators(tx) if row[5] is None]
+        if len(active) == 1:
+            raise InvalidInputError(
+                f"{target} is the log's last operator key: add another before removing it"
+            )
+        event = signed_event(
+            tx,
+            store.event_log.log_id,
+            payload,
+            actor=actor,
+            key=signer,
+            action="removing an operator key",
+        )
+        position = append_with_effect(tx, [event])[0].position
+    log.info("operator_removed", position=position, key_id=target, by=signer.key_id)
+    return position
+
+
+def list_operators(db_path: str | os.PathLike[str]) -> Operators:
+    """The log's operator keys, with when and by whom each was added and removed (the file is
+    opened read-only)."""
+    with (
+        closing(open_log(db_path, read_only=True)) as event_log,
+        read_model_at_head(event_log, default_projectors(event_log.log_id)) as (snap, model),
+    ):
+        rows = inquiries.operators(model)
+        positions = {p for row in rows for p in (row[3], row[5]) if p is not None}
+        events = {p: next(snap.read(after=p - 1, until=p)) for p in positions}
+        return Operators(
+            at_position=snap.head().position,
+            enforced=bool(rows),
+            note=ENFORCED if rows else OPEN,
+            operators=[_operator(row, events) for row in rows],
+        )
+
+
+def signed_event(
+    tx: Readable,
+    log_id: str,
+    payload: EventPayload,
+    *,
+    actor: Actor,
+    key: OperatorKey | None,
+    action: str,
+    registering: PublicKey | None = None,
+) -> NewEvent:
+    """The event for an operator action by `actor`, signed with `key` when the log needs it:
+    refused (`NotAuthorizedError`) when the log has an operator key and `key` is missing or
+    not one of them, or when a key is given to a log that has none to check it against."""
+    if not inquiries.has_operator(tx):
+        if registering is None:
+            if key is None:
+                return actor.event(payload)
+            raise NotAuthorizedError(
+                f"{action}: key {key.key_id} ({key.name}) is not an operator key of this log, "
+                f"which has none; {OPEN}"
+            )
+        if key is None or key.public != registering:
+            raise NotAuthorizedError(
+                f"{action}: the first operator key signs its own registration; give its "
+                "private key with it"
+            )
+    else:
+        if key is None:
+            raise NotAuthorizedError(
+                f"{action} needs an operator key: this log has operators (give --key FILE "
+                "or set FACTLEDGER_OPERATOR_KEY)"
+            )
+        found = inquiries.operator(tx, key.key_id)
+        if found is None or found[2] != _b64(key.public.raw):
+            raise NotAuthorizedError(
+                f"{action}: key {key.key_id} ({key.name}) is not an operator key of this log"
+            )
+        if found[5] is not None:
+            raise NotAuthorizedError(
+                f"{action}: key {key.key_id} ({key.name}) stopped being an operator key at "
+                f"position {found[5]}"
+            )
+    assert key is not None
+    event = actor.event(payload, event_id=new_action_id())
+    assert event.event_id is not None
+    statement = action_statement(
+        log_id=log_id,
+        event_id=event.event_id,
+        producer_task_id=event.producer_task_id,
+        run_id=event.run_id,
+        source_adapter=event.source_adapter,
+        payload=payload,
+    )
+    authorization = Authorization(key_id=key.key_id, signature=_b64(key.sign(statement)))
+    signed = msgspec.structs.replace(payload, authorization=authorization)
+    return msgspec.structs.replace(event, payload=signed)
+
+
+def append_with_effect(tx: ProjectedTransaction, events: Sequence[NewEvent]) -> list[RecordedEvent]:
+    """Append operator actions and check the projector gave each its effect; in one file a
+    refusal rolls the whole write back."""
+    records = tx.append(events)
+    refused = inquiries.unauthorized(tx, [r.position for r in records])
+    if refused:
+        position, kind, _, reason = refused[0]
+        raise NotAuthorizedError(f"the {kind} at position {position} took no effect: {reason}")
+    return records
+
+
+def new_action_id() -> str:
+    """A fresh event id for a signed action: a millisecond timestamp and 80 random bits."""
+    return f"{ACTION_ID_PREFIX}{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
+
+
+def check_reason(reason: object) -> str:
+    """A reason recorded in the log: some text, at most `MAX_REASON_CHARS`, no NUL."""
+    if not isinstance(reason, str):
+        raise InvalidTypeError(f"reason must be str, not {type(reason).__name__}")
+    if not reason.strip():
+        raise InvalidInputError("reason must say why: it is the record responders read later")
+    if len(reason) > MAX_REASON_CHARS or "\x00" in reason:
+        raise InvalidInputError(f"reason must be at most {MAX_REASON_CHARS} characters, no NUL")
+    return reason
+
+
+def _operator(row: tuple[object, ...], events: dict[int, RecordedEvent]) -> Operator:
+    key, name, public_key, added, added_by, removed, removed_by = row
+    assert isinstance(added, int) and isinstance(public_key, str)
+    raw = base64.b64decode(public_key)
+    verifier = PublicKey(name=str(name), key_id=str(key), raw=raw).verifier_key
+    add_event = events[added]
+    gone = events.get(removed) if isinstance(removed, int) else None
+    return Operator(
+        key_id=str(key),
+        name=str(name),
+        public_key=verifier,
+        added_position=added,
+        added_ts_ns=add_event.ts_ns,
+        added_by_key=str(added_by),
+        added_by_producer=add_event.producer_task_id,
+        added_by_adapter=add_event.source_adapter,
+        removed_position=None if gone is None else gone.position,
+        removed_ts_ns=None if gone is None else gone.ts_ns,
+        removed_by_key=None if gone is None else str(removed_by),
+        removed_by_producer=None if gone is None else gone.producer_task_id,
+        removed_by_adapter=None if gone is None else gone.source_adapter,
+    )
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
