@@ -28,6 +28,17 @@ from projections import (
     active_trust_policy,
     load_persistent_memory,
 )
+from replay import (
+    Actor,
+    add_operator,
+    checkpoint,
+    generate_key,
+    import_legacy,
+    quarantine,
+    release,
+    remove_operator,
+)
+from replay.errors import KeyFileError, NotAuthorizedError
 from tests.reliability.support import (
     TRUST_ENV,
     assert_chain_verifies,
@@ -634,8 +645,136 @@ PROMPT_CASES = [
 ]
 
 
+def key_file(s: Subject, name: str = "ops") -> Path:
+    """A key pair `name` beside the store (made once); returns the private key's path."""
+    path = Path(s.store.db_path).parent / f"{name}.key"
+    if not path.exists():
+        generate_key(path)
+    return path
+
+
+def junk_file(s: Subject, data: bytes, name: str = "junk") -> Path:
+    path = Path(s.store.db_path).parent / name
+    path.write_bytes(data)
+    path.chmod(0o600)
+    return path
+
+
+def db(s: Subject) -> Path:
+    return Path(s.store.db_path)
+
+
+OPERATOR_CASES = [
+    case(
+        lambda s: quarantine(db(s), positions=[1], reason="r", key=123),  # type: ignore[arg-type]
+        TYPE,
+        "key",
+        "quarantine-key-int",
+    ),
+    case(
+        lambda s: quarantine(db(s), positions=[1], reason="r", key=db(s).parent / "absent.key"),
+        KeyFileError,
+        "no key file",
+        "quarantine-key-missing",
+    ),
+    case(
+        lambda s: quarantine(db(s), positions=[1], reason="r", key=junk_file(s, b"\x00\xff" * 16)),
+        KeyFileError,
+        "not text",
+        "quarantine-key-binary",
+    ),
+    case(
+        lambda s: quarantine(db(s), positions=[1], reason="r", key=f"{key_file(s)}.pub"),
+        KeyFileError,
+        "holds a public key",
+        "quarantine-key-public",
+    ),
+    case(
+        lambda s: quarantine(db(s), positions=[1], reason="r", key=key_file(s)),
+        NotAuthorizedError,
+        "not an operator key of this log",
+        "quarantine-key-unregistered",
+    ),
+    case(
+        lambda s: quarantine(
+            db(s), positions=[1], reason="r", actor=Actor(producer_task_id="intruder\u200b9")
+        ),
+        VALUE,
+        "producer_task_id",
+        "quarantine-actor-lookalike",
+    ),
+    case(
+        lambda s: release(db(s), 1, reason="r", key=db(s).parent),
+        KeyFileError,
+        "key file",
+        "release-key-directory",
+    ),
+    case(
+        lambda s: add_operator(db(s), key_file(s), key=key_file(s)),
+        KeyFileError,
+        "holds a private key",
+        "operator-add-private-as-public",
+    ),
+    case(
+        lambda s: add_operator(db(s), db(s).parent / "absent.pub", key=key_file(s)),
+        KeyFileError,
+        "no key file",
+        "operator-add-missing-public-key",
+    ),
+    case(
+        lambda s: add_operator(db(s), f"{key_file(s, 'other')}.pub", key=key_file(s)),
+        NotAuthorizedError,
+        "signs its own registration",
+        "operator-add-first-not-self-signed",
+    ),
+    case(
+        lambda s: remove_operator(db(s), "ab\ncd", key=key_file(s), reason="r"),
+        VALUE,
+        "key_id",
+        "operator-remove-bad-id",
+    ),
+    case(
+        lambda s: remove_operator(db(s), "00000000", key=key_file(s), reason="r"),
+        VALUE,
+        "not an operator key",
+        "operator-remove-unknown",
+    ),
+    case(
+        lambda s: import_legacy(db(s), junk_file(s, b"SQLite format 3? no")),
+        FactledgerError,
+        "not a database",
+        "import-not-sqlite",
+    ),
+    case(
+        lambda s: import_legacy(db(s), key_file(s)),
+        FactledgerError,
+        "not a database",
+        "import-a-key-file",
+    ),
+    case(
+        lambda s: generate_key(db(s).parent / "k\x00.key"),
+        VALUE,
+        "NUL",
+        "keygen-nul",
+    ),
+    case(
+        lambda s: generate_key(db(s).parent / "k.key", name="two words"),
+        VALUE,
+        "key name",
+        "keygen-name-space",
+    ),
+    case(
+        lambda s: checkpoint(db(s), key=f"{key_file(s)}.pub"),
+        KeyFileError,
+        "holds a public key",
+        "checkpoint-key-public",
+    ),
+]
+
+
 @pytest.mark.parametrize(
-    ("call", "error", "match"), STORE_CASES + KB_CASES + POLICY_CASES + IDENTITY_CASES
+    ("call", "error", "match"),
+    STORE_CASES + KB_CASES + POLICY_CASES + IDENTITY_CASES + OPERATOR_CASES,
 )
 def test_bad_input_raises_a_clear_error_and_changes_nothing(
     subject: Subject, call: Call, error: type[FactledgerError], match: str

@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -18,7 +19,15 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from eventlog import InvalidInputError, RecallRecorded, content_hash
+from eventlog import (
+    InvalidInputError,
+    NewEvent,
+    QuarantineApplied,
+    QuarantineReleased,
+    RecallRecorded,
+    content_hash,
+    open_log,
+)
 from projections import (
     CrossTaskKB,
     Fact,
@@ -28,6 +37,9 @@ from projections import (
     load_persistent_memory,
 )
 from projections.prompt import visible
+from replay.errors import NotAuthorizedError
+from replay.keys import OperatorKey, generate_key, read_operator_key
+from replay.operators import add_operator, remove_operator
 from replay.quarantine import quarantine, release
 from tests.reliability.support import TRUST_ENV, assert_read_model_is_the_log_refolded
 
@@ -49,6 +61,8 @@ KEYS = ("users", "k_1", "%")
 TYPES = ("learning", "decision", "convention", "semantic")
 EXAMPLES = 300
 STEPS = 50
+KEY_NAMES = ("alice", "bob", "mallory")
+anyone = st.sampled_from([None, *KEY_NAMES])
 
 texts = st.text(
     alphabet=st.sampled_from(["a", "b", "%", "_", "'", ";", "~", "\n", "é", "\x00", "🙂"]),
@@ -94,6 +108,26 @@ class Model:
     facts: dict[tuple[str, str, str, str], list[Version]] = field(default_factory=dict)
     quarantines: dict[int, set[int]] = field(default_factory=dict)
     """Active quarantines: the quarantine's position and the positions it covers."""
+    registered: set[str] = field(default_factory=set)
+    """Every operator key the log ever registered: once one is, operator actions need one."""
+    removed: set[str] = field(default_factory=set)
+
+    def operators(self) -> set[str]:
+        """The operator keys registered and not removed."""
+        return self.registered - self.removed
+
+    def may_act(self, signer: str | None) -> bool:
+        """Whether an operator action signed by `signer` (None: unsigned) is accepted: in an
+        open log only unsigned, once there is an operator only by one."""
+        return signer is None if not self.registered else signer in self.operators()
+
+    def signer(self, data: st.DataObject) -> str | None:
+        """Mostly one who may act (so quarantines happen), sometimes anyone (so refusals do)."""
+        if data.draw(st.integers(0, 3), label="anyone") == 0:
+            return data.draw(anyone, label="signer")
+        if not self.registered:
+            return None
+        return data.draw(st.sampled_from(sorted(self.operators())), label="signer")
 
     def quarantined(self, position: int) -> bool:
         """Whether an active quarantine covers `position`."""
@@ -203,6 +237,9 @@ class StoreMachine(RuleBasedStateMachine):
     steps = 0
     quarantines = 0
     releases = 0
+    refused = 0
+    forged = 0
+    keys: ClassVar[dict[str, OperatorKey]] = {}
 
     def __init__(self) -> None:
         super().__init__()
@@ -399,11 +436,18 @@ class StoreMachine(RuleBasedStateMachine):
             "producer_task_id": producer,
             "source_adapter": adapter,
         }
+        signer = self.model.signer(data)
+        key = None if signer is None else self.keys[signer]
         if not (adapter or producer or positions) or not covered:
             with pytest.raises(InvalidInputError):
-                quarantine(self.db_path, reason="r", **selectors)  # type: ignore[arg-type]
+                quarantine(self.db_path, reason="r", key=key, **selectors)  # type: ignore[arg-type]
             return
-        position = quarantine(self.db_path, reason="r", **selectors)  # type: ignore[arg-type]
+        if not self.model.may_act(signer):
+            with pytest.raises(NotAuthorizedError):
+                quarantine(self.db_path, reason="r", key=key, **selectors)  # type: ignore[arg-type]
+            StoreMachine.refused += 1
+            return
+        position = quarantine(self.db_path, reason="r", key=key, **selectors)  # type: ignore[arg-type]
         self.model.head += 1
         assert self.model.head == position
         self.model.quarantines[position] = covered
@@ -411,16 +455,95 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def release(self, data: st.DataObject) -> None:
+        signer = self.model.signer(data)
+        key = None if signer is None else self.keys[signer]
         if not self.model.quarantines:
             with pytest.raises(InvalidInputError):
-                release(self.db_path, max(1, self.model.head), reason="r")
+                release(self.db_path, max(1, self.model.head), reason="r", key=key)
             return
         target = data.draw(st.sampled_from(sorted(self.model.quarantines)), label="quarantine")
-        position = release(self.db_path, target, reason="r")
+        if not self.model.may_act(signer):
+            with pytest.raises(NotAuthorizedError):
+                release(self.db_path, target, reason="r", key=key)
+            StoreMachine.refused += 1
+            return
+        position = release(self.db_path, target, reason="r", key=key)
         self.model.head += 1
         assert self.model.head == position
         del self.model.quarantines[target]
         StoreMachine.releases += 1
+
+    @rule(added=st.sampled_from(KEY_NAMES), signer=st.sampled_from(KEY_NAMES))
+    def add_operator(self, added: str, signer: str) -> None:
+        """Register a key: the first signed by itself, later ones by an operator."""
+        model = self.model
+        call = lambda: add_operator(  # noqa: E731
+            self.db_path, self.keys[added].public, key=self.keys[signer]
+        )
+        if added in model.registered:
+            with pytest.raises(InvalidInputError):
+                call()
+            return
+        if (signer != added) if not model.registered else (signer not in model.operators()):
+            with pytest.raises(NotAuthorizedError):
+                call()
+            StoreMachine.refused += 1
+            return
+        assert model.head + 1 == call()
+        model.head += 1
+        model.registered.add(added)
+
+    @rule(removed=st.sampled_from(KEY_NAMES), signer=st.sampled_from(KEY_NAMES))
+    def remove_operator(self, removed: str, signer: str) -> None:
+        """Remove a key: never the last; signed by an operator."""
+        model = self.model
+        call = lambda: remove_operator(  # noqa: E731
+            self.db_path, self.keys[removed].key_id, key=self.keys[signer], reason="r"
+        )
+        if removed not in model.operators() or len(model.operators()) == 1:
+            with pytest.raises(InvalidInputError):
+                call()
+            return
+        if signer not in model.operators():
+            with pytest.raises(NotAuthorizedError):
+                call()
+            StoreMachine.refused += 1
+            return
+        assert model.head + 1 == call()
+        model.head += 1
+        model.removed.add(removed)
+
+    @rule(data=st.data(), adapter=st.sampled_from(["codex", "claude-code"]))
+    def forge_around_the_api(self, data: st.DataObject, adapter: str) -> None:
+        """An unsigned release or quarantine appended through `eventlog` directly: it takes
+        effect only while the log has no operator key."""
+        model = self.model
+        if model.quarantines and data.draw(st.booleans(), label="release"):
+            target = data.draw(st.sampled_from(sorted(model.quarantines)), label="target")
+            payload: QuarantineApplied | QuarantineReleased = QuarantineReleased(
+                quarantine_position=target, reason="forged"
+            )
+        else:
+            target = 0
+            payload = QuarantineApplied(reason="forged", match_source_adapter=adapter)
+        covered = model.coverage(adapter, None, set())
+        log = open_log(self.db_path)
+        try:
+            position = log.append(NewEvent(payload=payload, producer_task_id="intruder")).position
+        finally:
+            log.close()
+        model.head += 1
+        assert model.head == position
+        StoreMachine.forged += 1
+        self.store.close()  # a bare append reaches readers at the next open (README)
+        self.store = self._open()
+        self.kbs = self._facades()
+        if model.registered:
+            return
+        if target:
+            del model.quarantines[target]
+        else:
+            model.quarantines[position] = covered
 
     @rule(adapter=st.sampled_from([None, "gemini-cli"]))
     def reopen(self, adapter: str | None) -> None:
@@ -508,16 +631,26 @@ class StoreMachine(RuleBasedStateMachine):
         assert self.model.head == self.store.event_log.head().position
 
 
-def test_store_behaves_like_its_plain_python_model(monkeypatch: pytest.MonkeyPatch) -> None:
+def key_file(directory: Path, name: str) -> Path:
+    generate_key(directory / f"{name}.key")
+    return directory / f"{name}.key"
+
+
+def test_store_behaves_like_its_plain_python_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Random sequences of adds, batches (some with a bad row), removes, publishes, decays,
-    prunes, recalls, quarantines and releases, reopens and rebuild checks: every read and
-    every receipt equals the
-    model's answer, the head is always the model's, and whenever checked the read model
-    equals a refold of the log."""
+    prunes, recalls, quarantines and releases (signed or not, by operators or not), operator
+    keys added and removed, unsigned quarantines and releases appended around the API,
+    reopens and rebuild checks: every read and every receipt equals the model's answer, the
+    head is always the model's, and whenever checked the read model equals a refold of the
+    log."""
     for name in TRUST_ENV:
         monkeypatch.delenv(name, raising=False)
     StoreMachine.examples = StoreMachine.steps = 0
     StoreMachine.quarantines = StoreMachine.releases = 0
+    StoreMachine.refused = StoreMachine.forged = 0
+    StoreMachine.keys = {name: read_operator_key(key_file(tmp_path, name)) for name in KEY_NAMES}
     run_state_machine_as_test(
         StoreMachine,
         settings=settings(
@@ -531,7 +664,9 @@ def test_store_behaves_like_its_plain_python_model(monkeypatch: pytest.MonkeyPat
     )
     print(
         f"model test: {StoreMachine.examples} examples, {StoreMachine.steps} checked states, "
-        f"{StoreMachine.quarantines} quarantines, {StoreMachine.releases} releases"
+        f"{StoreMachine.quarantines} quarantines, {StoreMachine.releases} releases, "
+        f"{StoreMachine.refused} refused operator actions, {StoreMachine.forged} forged"
     )
     assert StoreMachine.examples >= EXAMPLES
     assert StoreMachine.quarantines > 0 and StoreMachine.releases > 0
+    assert StoreMachine.refused > 0 and StoreMachine.forged > 0
