@@ -486,3 +486,38 @@ def test_an_unauthorized_quarantine_cannot_deny_trusted_memory(poisoned: Path, k
     assert SHOWN == poison_reaches_readers(poisoned)
     with pytest.raises(InvalidInputError, match="took no effect"):
         release(poisoned, forged, reason="x", key=keys("alice"))
+
+
+def test_an_unsigned_operator_removal_leaves_the_operator(poisoned: Path, keys: Keys) -> None:
+    """Removing the operator's key around the API, unsigned, changes nothing: the key still
+    signs, and unsigned actions are still refused."""
+    held = quarantined_with_operator(poisoned, keys)
+    append_raw(
+        poisoned,
+        NewEvent(payload=OperatorRemoved(key_id=keys("alice").key_id, reason="coup")),
+    )
+    [alice] = list_operators(poisoned).operators
+    assert alice.removed_position is None
+    with pytest.raises(NotAuthorizedError):
+        release(poisoned, held, reason="x")
+    release(poisoned, held, reason="reviewed", key=keys("alice"))
+
+
+@pytest.mark.parametrize("target", [0, 1, 10**9], ids=["zero", "an-entry", "past-the-head"])
+def test_a_forged_release_of_nothing_reads_as_unauthorized_without_harm(
+    poisoned: Path, keys: Keys, target: int
+) -> None:
+    """A release appended around the API naming no quarantine (position 0, an entry, a
+    position past the head) is listed as unauthorized; history and blast-radius still work."""
+    quarantined_with_operator(poisoned, keys)
+    forged = append_raw(
+        poisoned,
+        NewEvent(
+            payload=QuarantineReleased(quarantine_position=target, reason="x"),
+            producer_task_id="intruder-9",
+        ),
+    ).position
+    assert HIDDEN == poison_reaches_readers(poisoned)
+    assert forged not in [a.position for a in history(poisoned).actions]
+    radius = blast_radius(poisoned, producer_task_id="intruder-9")
+    assert (forged, "unsigned") == (radius.events[-1].position, radius.events[-1].unauthorized)
