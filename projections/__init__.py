@@ -12,6 +12,8 @@ from projections.agent_reads import (
     recall,
 )
 from projections.cache import CacheProjection, linked_events, open_read_model
+from projections.comparison import Drift, DriftReport, checkpoint_drift, read_model_drift
+from projections.drift import READ_MODEL_MISMATCH
 from projections.entries import Fact, MemoryEntry
 from projections.errors import CacheRefusedError, LegacyImportError, SyncTimeoutError
 from projections.kb import CrossTaskKB, PublishCounter, get_global_counter
@@ -55,12 +57,15 @@ from projections.visible import escape_invisible
 
 __all__ = [
     "MEMORY_TYPES",
+    "READ_MODEL_MISMATCH",
     "SCOPES",
     "AgentFacts",
     "AgentIdentity",
     "CacheProjection",
     "CacheRefusedError",
     "CrossTaskKB",
+    "Drift",
+    "DriftReport",
     "Fact",
     "Identity",
     "KnowledgeProjector",
@@ -91,6 +96,7 @@ __all__ = [
     "check_key",
     "check_scope",
     "check_tag",
+    "checkpoint_drift",
     "default_projectors",
     "escape_invisible",
     "fact_identity",
@@ -108,6 +114,7 @@ __all__ = [
     "read_facts",
     "read_history",
     "read_model_at_head",
+    "read_model_drift",
     "recall",
     "recall_memory",
     "redact_value",

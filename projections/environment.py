@@ -27,6 +27,11 @@ class Setting:
                 return os.environ[name].strip() or self.default
         return self.default
 
+    def source(self) -> str:
+        """The variable that decides the setting now (its first, when none is set): the
+        name a message about its value should give."""
+        return next((name for name in self.variables if name in os.environ), self.variables[0])
+
 
 DB = Setting(
     ("FACTLEDGER_DB",),

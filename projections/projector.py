@@ -178,9 +178,12 @@ def await_position(
 
 
 class ModelSnapshot(Protocol):
-    """A consistent read of the read model, and the log position it shows."""
+    """A consistent read of the read model, the log position it shows, and the log's events
+    up to there (to hold a row to the event that wrote it)."""
 
     def head(self) -> Head: ...
+
+    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]: ...
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]: ...
 
@@ -233,6 +236,10 @@ class _FileSnapshot:
     def head(self) -> Head:
         """The log's head in this read: the read model shows it once it is current."""
         return self._log.head()
+
+    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
+        """The log's events after `after` up to `until` (default: the head), in this read."""
+        return self._log.read(after, until)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Query the read model in this read."""

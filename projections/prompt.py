@@ -5,9 +5,11 @@ text, so no remembered text can close its own block and pose as instructions. Ch
 reader cannot see are shown as `\\u{XXXX}` escapes (`projections.visible`), so text cannot be
 smuggled past a human reviewing the prompt, and a run of more than 32 `~` is shown as
 `\\u{007E}{N}`, so fences stay short: the section is at most its entries' shown text plus a
-constant per entry, whatever they contain. Every call appends a `recall_recorded` receipt:
-the positions that went in, those kept out and why, the policy, the log head read at, and
-the hash of the rendered text.
+constant per entry, whatever they contain. Before an entry is rendered its row is checked
+against the event that wrote it, in the same snapshot (`projections.drift`): a row its event
+does not bear out (an edited read model) is kept out, with the reason `read_model_mismatch`.
+Every call appends a `recall_recorded` receipt: the positions that went in, those kept out
+and why, the policy, the log head read at, and the hash of the rendered text.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from eventlog import (
 )
 from eventlog.checks import check_optional_actor
 from projections import reads
+from projections.drift import READ_MODEL_MISMATCH, unconfirmed_entries
 from projections.entries import MemoryEntry
+from projections.projector import ModelSnapshot
 from projections.reads import Candidate
 from projections.store import SQLiteMemoryStore
 from projections.trust import MemoryTrustPolicy, active_trust_policy
@@ -120,12 +124,8 @@ def recall_memory(
     trust = (policy.trust_untagged, tuple(sorted(policy.trusted_adapters)))
     with store.snapshot() as snap:
         head = snap.head().position
-        included, refused = reads.prompt_candidates(
-            snap,
-            tags=wanted,
-            trust=trust if policy.enabled else None,
-            limit=count,
-            refused_limit=REFUSED_SCAN,
+        included, refused, mismatched = _checked_candidates(
+            snap, wanted, trust if policy.enabled else None, count
         )
     text = render([c.entry for c in included])
     receipt = RecallRecorded(
@@ -135,7 +135,10 @@ def recall_memory(
         tags=wanted,
         limit=count,
         included=tuple(c.entry.position for c in included),
-        excluded=_exclusions(refused),
+        excluded=(
+            *(Exclusion(position=p, reason=READ_MODEL_MISMATCH) for p in mismatched),
+            *_exclusions(refused),
+        ),
         policy=policy.settings(),
         head_position=head,
         rendered_hash=content_hash(text.encode("utf-8")),
@@ -150,6 +153,32 @@ def recall_memory(
         included=receipt.included,
         excluded=receipt.excluded,
     )
+
+
+def _checked_candidates(
+    snap: ModelSnapshot, tags: tuple[str, ...], trust: tuple[bool, Sequence[str]] | None, limit: int
+) -> tuple[list[Candidate], list[Candidate], list[int]]:
+    """`reads.prompt_candidates`, each included entry checked against its event in `snap`
+    first: one its event does not bear out is kept out, and the next trusted entry takes its
+    place (up to `REFUSED_SCAN` replacements). Returns the included, the refused, and the
+    positions kept out as mismatched."""
+    mismatched: list[int] = []
+    confirmed: set[int] = set()
+    while True:
+        included, refused = reads.prompt_candidates(
+            snap, tags=tags, trust=trust, limit=limit + len(mismatched), refused_limit=REFUSED_SCAN
+        )
+        unchecked = [
+            c.entry
+            for c in included
+            if c.entry.position not in confirmed and c.entry.position not in mismatched
+        ]
+        found = unconfirmed_entries(snap, unchecked)
+        confirmed.update(e.position for e in unchecked if e.position not in found)
+        mismatched.extend(found)
+        if not found or len(mismatched) >= REFUSED_SCAN:
+            kept = [c for c in included if c.entry.position in confirmed]
+            return kept[:limit], refused, mismatched
 
 
 def _exclusions(refused: list[Candidate]) -> tuple[Exclusion, ...]:

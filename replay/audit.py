@@ -1,7 +1,12 @@
 """`verify`: re-hash the whole log, streaming, and hold it to a checkpoint taken earlier.
 
 The walk checks every row (`eventlog.ChainWalker`) in one process and, up to a checkpoint's
-size, folds the leaf hashes into a Merkle root in O(log n) memory.
+size, folds the leaf hashes into a Merkle root in O(log n) memory. The read model kept in
+the log's file is held to the log too: its projector checkpoints always (a read model that
+folded past the head, or at a chain value the log does not hold, shows a cut or rewritten
+log), and with `deep` every row of every projection, against the log refolded
+(`projections.drift`). A file holding the remains of a log, or no log where a checkpoint
+says there was one, fails as `log_missing`. The file is only read.
 """
 
 from __future__ import annotations
@@ -20,13 +25,17 @@ from eventlog import (
     ChainBreak,
     ChainWalker,
     EventLog,
+    InvalidInputError,
     InvalidTypeError,
+    LogMissingError,
     Problem,
+    SQLiteEventLog,
     StoredRow,
     open_log,
 )
 from eventlog.chain import genesis
 from eventlog.checks import check_path
+from projections import DriftReport, checkpoint_drift, read_model_drift
 from replay.checkpoints import Checkpoint
 from replay.merkle import CompactRange
 
@@ -37,8 +46,10 @@ Progress = Callable[[int, int], object]
 """Called as `progress(done, total)` while a walk runs."""
 
 AuditProblem = Problem
-"""What `verify` found wrong: a row that fails, or the log held to the checkpoint
-(`other_log`, `tail_cut`, `history_rewritten`). The same enum as `eventlog.Problem`."""
+"""What `verify` found wrong: a row that fails, the log held to the checkpoint (`other_log`,
+`tail_cut`, `history_rewritten`), a log's remains or none where the checkpoint says one was
+(`log_missing`), or the read model held to the log (`read_model_drift`). The same enum as
+`eventlog.Problem`."""
 
 
 class CheckpointSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,6 +82,9 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     empty: bool = False
     """The log holds no events, so nothing was checked (ok unless a checkpoint covers some)."""
     checkpoint: CheckpointSummary | None = None
+    read_model: DriftReport | None = None
+    """With `deep`, how the read model in the log's file compares with the log refolded;
+    without, the projector checkpoints the log does not bear out, if any."""
 
 
 def verify(
@@ -78,15 +92,34 @@ def verify(
     *,
     checkpoint: Checkpoint | None = None,
     progress: Progress | None = None,
+    deep: bool = False,
 ) -> AuditReport:
     """Re-hash every row of the log at `db_path` (opened read-only) and report the first
-    failure; with a `checkpoint`, also fail unless the log still extends it."""
+    failure; with a `checkpoint`, also fail unless the log still extends it; with `deep`,
+    also fail unless every projection in the file equals the log refolded.
+
+    Raises `LogMissingError` for a file that never held a factledger log (and no checkpoint
+    says it did); one holding a log's remains is reported as `log_missing`.
+    """
     check_path(db_path)
     if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
         raise InvalidTypeError(f"checkpoint must be a Checkpoint, not {type(checkpoint).__name__}")
     if progress is not None and not callable(progress):
         raise InvalidTypeError("progress must be callable as progress(done, total)")
-    with closing(open_log(db_path, read_only=True)) as event_log:
+    if not isinstance(deep, bool):
+        raise InvalidTypeError(f"deep must be a bool, not {type(deep).__name__}")
+    try:
+        opened = open_log(db_path, read_only=True)
+    except LogMissingError as exc:
+        if checkpoint is None and not exc.remnants:
+            raise
+        return _log_missing(str(exc), checkpoint)
+    with closing(opened) as event_log:
+        if deep and not isinstance(event_log, SQLiteEventLog):
+            raise InvalidInputError(
+                "a deep verify compares the read model kept in a log's own file; a log held "
+                "elsewhere keeps none (rebuild a host's cache to compare it)"
+            )
         log_id, head = event_log.log_id, event_log.head().position
         summary = None if checkpoint is None else _summary(checkpoint)
         report = _Report(log_id, head, genesis(log_id), summary)
@@ -100,7 +133,56 @@ def verify(
             )
         tree_size = min(checkpoint.size, head) if checkpoint is not None else 0
         walked = _walk(event_log, report, tree_size, progress)
-    return _judge(report, walked, checkpoint, tree_size)
+        verdict = _judge(report, walked, checkpoint, tree_size)
+        if not verdict.ok or not isinstance(event_log, SQLiteEventLog):
+            return verdict
+        return _held_to_read_model(event_log, verdict, deep=deep)
+
+
+def _log_missing(found: str, checkpoint: Checkpoint | None) -> AuditReport:
+    """The verdict on a file with no usable log: its remains, or none where there was one."""
+    reason = found
+    if checkpoint is not None:
+        reason += (
+            f"; the checkpoint covers {checkpoint.size} events of log {checkpoint.log_id}: "
+            "the log was removed or replaced"
+        )
+    return AuditReport(
+        ok=False,
+        checked=0,
+        problem=AuditProblem.LOG_MISSING,
+        reason=reason,
+        log_id="" if checkpoint is None else checkpoint.log_id,
+        empty=True,
+        checkpoint=None if checkpoint is None else _summary(checkpoint),
+    )
+
+
+def _held_to_read_model(
+    event_log: SQLiteEventLog, verdict: AuditReport, *, deep: bool
+) -> AuditReport:
+    """`verdict` (a log that verified), failed if the read model in its file shows drift:
+    checkpoints the log does not bear out, or with `deep` any row unlike the refold."""
+    if deep:
+        compared = read_model_drift(event_log)
+    else:
+        drift = checkpoint_drift(event_log)
+        compared = DriftReport(compared=[], skipped=[], differences=len(drift), drift=drift)
+    if not compared.drift:
+        return msgspec.structs.replace(verdict, read_model=compared if deep else None)
+    first = compared.drift[0]
+    where = f"{first.table} row {first.row}" if first.row else first.table
+    more = compared.differences - 1
+    reason = f"the read model does not match the log: {where}: {first.reason}"
+    if more:
+        reason += f" ({more} more difference{'s' if more > 1 else ''})"
+    return msgspec.structs.replace(
+        verdict,
+        ok=False,
+        problem=AuditProblem.READ_MODEL_DRIFT,
+        reason=reason,
+        read_model=compared,
+    )
 
 
 class _Report(NamedTuple):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TextIO
 
 import click
 
@@ -12,30 +11,48 @@ from replay.audit import verify
 from replay.checkpoints import Checkpoint, checkpoint
 from replay.cli import output
 from replay.cli.app import EXIT_ERROR, EXIT_OK, EXIT_TAMPERED, Session, app, fail
+from replay.cli.files import read_text, replacing
+from replay.cli.params import ENTRY_ID
 from replay.keys import generate_key, read_operator_key
 from replay.proofs import prove_inclusion, verify_inclusion
 from replay.rebuild import rebuild
 
-checkpoint_file = click.File("r", encoding="utf-8")
 out_path = click.Path(dir_okay=False, path_type=Path)
+MAX_CHECKPOINT_BYTES = 64 * 1024
+"""A checkpoint file is a few lines; anything larger is not one."""
+
+
+def read_checkpoint(path: str) -> Checkpoint:
+    """The checkpoint in the file at `path`, or one clear error."""
+    return Checkpoint.parse(read_text(path, "checkpoint", max_bytes=MAX_CHECKPOINT_BYTES))
 
 
 @app.command("verify")
-@click.option("--checkpoint", "taken", type=checkpoint_file, help="a checkpoint file taken earlier")
+@click.option(
+    "--checkpoint", "taken", metavar="FILE", help="a checkpoint file taken earlier ('-': stdin)"
+)
 @click.option(
     "--pub",
     metavar="FILE",
     help="an operator's public key file: check the checkpoint's signature by it first",
 )
+@click.option(
+    "--deep",
+    is_flag=True,
+    help="also compare every projection in the file with the log refolded, row by row",
+)
 @click.pass_obj
-def verify_(session: Session, taken: TextIO | None, pub: str | None) -> int:
-    """Re-hash the whole log (exit 0 ok, 1 empty log or bad input, 2 tampering found).
+def verify_(session: Session, taken: str | None, pub: str | None, deep: bool) -> int:
+    """Re-hash the whole log (exit 0 ok, 1 bad input, no log or an empty one, 2 tampering).
 
-    With --checkpoint, also hold the log to a checkpoint taken earlier; with --pub, first
-    check the checkpoint's signature by that public key (exit 2 if it is missing or does not
-    verify; an unsigned checkpoint is exit 1).
+    Exit 2 means something shows tampering: a row that fails, a read model that folded past
+    the log or at another chain value, a file holding factledger tables without its log or
+    its log's id, and with --checkpoint a log that no longer extends it (or no log at all).
+    With --deep, also any projection row that differs from the log refolded, named by table
+    and row. With --pub, first check the checkpoint's signature by that public key (exit 2
+    if it does not verify; an unsigned checkpoint is reported as unsigned, exit 1).
     """
-    held = Checkpoint.parse(taken.read()) if taken is not None else None
+    held = read_checkpoint(taken) if taken is not None else None
     if pub is not None:
         if held is None:
             raise click.UsageError("--pub checks a checkpoint's signature: give --checkpoint too")
@@ -44,8 +61,9 @@ def verify_(session: Session, taken: TextIO | None, pub: str | None) -> int:
                 f"the checkpoint carries no valid signature by the key in {pub}",
                 code=EXIT_TAMPERED,
             )
+    db = session.db if held is not None else session.existing_db()
     with output.progress("verified") as progress:
-        report = verify(session.existing_db(), checkpoint=held, progress=progress)
+        report = verify(db, checkpoint=held, progress=progress, deep=deep)
     session.emit(report)
     if not report.ok:
         return EXIT_TAMPERED
@@ -64,7 +82,8 @@ def checkpoint_(session: Session, key: str | None, out: Path | None) -> int:
     """Take a checkpoint to keep outside the database (a signed note with --key)."""
     taken = checkpoint(session.existing_db(), key=session.operator_key(key))
     if out is not None:
-        out.write_text(str(taken), encoding="utf-8")
+        with replacing(out) as stream:
+            stream.write(str(taken))
     session.emit(taken, str(taken).rstrip("\n"))
     return EXIT_OK
 
@@ -89,14 +108,14 @@ def keygen(session: Session, path: str, name: str | None) -> int:
 
 
 @app.command("prove")
-@click.argument("position", type=int)
+@click.argument("position", type=ENTRY_ID)
 @click.option(
-    "--checkpoint", "taken", type=checkpoint_file, required=True, help="a checkpoint file"
+    "--checkpoint", "taken", metavar="FILE", required=True, help="a checkpoint file ('-': stdin)"
 )
 @click.pass_obj
-def prove(session: Session, position: int, taken: TextIO) -> int:
+def prove(session: Session, position: int, taken: str) -> int:
     """Prove that an event is in the log a checkpoint describes."""
-    held = Checkpoint.parse(taken.read())
+    held = read_checkpoint(taken)
     proof = prove_inclusion(session.existing_db(), position, held)
     if not verify_inclusion(proof, proof.leaf_hash, held):
         raise StorageError(f"the proof for position {position} does not verify")

@@ -55,15 +55,18 @@ def test_verify_exit_codes(populated: Cli, tmp_path: Path) -> None:
 
 
 def test_checkpoint_then_verify_catches_a_cut_tail(populated: Cli, tmp_path: Path) -> None:
-    """A checkpoint taken earlier makes verify exit 2 after the tail is cut off."""
+    """A checkpoint taken earlier makes verify exit 2 after the tail is cut off; so does the
+    read model's own checkpoint in the file, which folded past the new head."""
     out = tmp_path / "cp.txt"
     taken = populated("checkpoint", "--out", str(out))
     assert 0 == taken.code and out.read_text(encoding="utf-8").startswith("factledger/")
     assert 0 == populated("verify", "--checkpoint", str(out)).code
     tamper(tmp_path / "cli.db", "DELETE FROM fl_events WHERE position = 3")
-    assert 0 == populated("verify").code
+    alone = populated("verify", "--json")
+    assert (2, "read_model_drift") == (alone.code, alone.json()["problem"])
+    assert "past the log's head 2" in alone.json()["reason"]
     held = populated("verify", "--checkpoint", str(out), "--json")
-    assert (2, False) == (held.code, held.json()["ok"])
+    assert (2, False, "tail_cut") == (held.code, held.json()["ok"], held.json()["problem"])
 
 
 def test_signed_checkpoint_and_key_checks(populated: Cli, tmp_path: Path) -> None:

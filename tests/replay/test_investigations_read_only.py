@@ -37,6 +37,7 @@ def behind(db_path: Path) -> Path:
 
 INVESTIGATIONS: dict[str, Callable[[Path], object]] = {
     "verify": lambda p: verify(p),
+    "verify_deep": lambda p: verify(p, deep=True),
     "history": lambda p: history(p, tag="api"),
     "blame": lambda p: blame(p),
     "diff": lambda p: diff(p, 1, 4),

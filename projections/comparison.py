@@ -1,0 +1,205 @@
+"""The read model kept in a log's file compared with the log refolded, row by row.
+
+`read_model_drift` folds the log into a temporary file outside the log's directory, up to
+the position each projector's checkpoint names, and walks both sides' tables in primary-key
+order: a row missing, unexpected or different is drift, visibility flags included, so an
+entry hidden or shown against the log's remove and quarantine events is found.
+`checkpoint_drift` is the cheap part: projector checkpoints folded past the log's head, or at
+a chain value the log does not hold, show a log cut or rewritten under its read model.
+The log's file is only read.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from eventlog import Head, ReadSnapshot, SQLiteEventLog, chain_at
+from eventlog.chain import genesis
+from projections import sql
+from projections.drift import same_text
+from projections.projector import Projector, fold
+from projections.reads import Readable, Row
+from projections.tables import table_exists, table_rows
+from projections.view import default_projectors
+
+SHOWN_DRIFT = 20
+"""Differences a drift report names one by one; the rest are counted."""
+SHOWN_VALUE_CHARS = 64
+"""Values at most this long are quoted in a drift report; longer ones are only named."""
+
+
+class Drift(msgspec.Struct, frozen=True, kw_only=True):
+    """One row of the read model in a log's file that differs from the log refolded."""
+
+    table: str
+    row: str
+    """The row's primary key as `column=value` pairs ('' for the table as a whole)."""
+    reason: str
+
+
+class DriftReport(msgspec.Struct, frozen=True, kw_only=True):
+    """How the read model kept in a log's file compares with the log refolded."""
+
+    compared: list[str]
+    """The tables compared row by row."""
+    skipped: list[str]
+    """Projectors not compared, and why (none folded here, or folded by another version:
+    opening a store refolds those from the log)."""
+    differences: int
+    """Rows that differ (and checkpoints the log does not bear out)."""
+    drift: list[Drift]
+    """The first `SHOWN_DRIFT` of them."""
+
+
+def checkpoint_drift(event_log: SQLiteEventLog) -> list[Drift]:
+    """Projector checkpoints in the log's file that the log does not bear out: folded past
+    its head, or at a chain value it does not hold. Cheap: one row per projector."""
+    with event_log.snapshot() as snap:
+        return _checkpoint_drift(sql.in_log_file(event_log), snap, event_log.log_id)[0]
+
+
+def read_model_drift(event_log: SQLiteEventLog) -> DriftReport:
+    """Compare every projector's tables in the log's file with the log refolded up to that
+    projector's checkpoint, row by row, in one read of the file. The refold goes to a
+    temporary file outside the log's directory; the log's file is only read."""
+    live = sql.in_log_file(event_log)
+    with event_log.snapshot() as snap:
+        drift, groups, skipped = _checkpoint_drift(live, snap, event_log.log_id)
+        differences = len(drift)
+        compared: list[str] = []
+        for at, projectors in groups.items():
+            with sql.ScratchDatabase.beside(Path(tempfile.gettempdir()) / "factledger") as fresh:
+                with fresh.bulk():
+                    fold(fresh, projectors, snap.read(until=at.position))
+                for table in (t for p in projectors for t in p.tables):
+                    compared.append(table)
+                    for found in _table_drift(live, fresh, table):
+                        differences += 1
+                        if len(drift) < SHOWN_DRIFT:
+                            drift.append(found)
+    return DriftReport(compared=compared, skipped=skipped, differences=differences, drift=drift)
+
+
+def _checkpoint_drift(
+    live: Readable, snap: ReadSnapshot, log_id: str
+) -> tuple[list[Drift], dict[Head, list[Projector]], list[str]]:
+    """Checkpoints the log does not bear out; the projectors that can be compared, grouped
+    by the position their checkpoints name; and those skipped, with why."""
+    drift: list[Drift] = []
+    groups: dict[Head, list[Projector]] = {}
+    skipped: list[str] = []
+    head = snap.head()
+    rows = live.execute(sql.CHECKPOINT_ROWS) if live.execute(sql.CHECKPOINT_TABLE_EXISTS) else []
+    folded = {row[0]: row[1:] for row in rows}
+    for projector in default_projectors(log_id):
+        where = f"name={projector.name!r}"
+        if projector.name not in folded:
+            skipped.append(f"{projector.name}: no read model of it is kept in this file")
+            continue
+        version, position, chain_hash = folded[projector.name]
+        if not isinstance(position, int) or position < 0 or position > head.position:
+            reason = (
+                f"folded up to position {position}, past the log's head {head.position}: "
+                "events the read model saw are gone from the log"
+            )
+            drift.append(Drift(table="fl_projector_checkpoint", row=where, reason=reason))
+            continue
+        held = genesis(log_id).hex() if position == 0 else chain_at(snap, position)
+        if held is None or not isinstance(chain_hash, str) or not same_text(chain_hash, held):
+            reason = (
+                f"folded up to position {position} at a chain value the log does not hold "
+                "there: the log's history differs from what was folded"
+            )
+            drift.append(Drift(table="fl_projector_checkpoint", row=where, reason=reason))
+            continue
+        if version != projector.version:
+            skipped.append(
+                f"{projector.name}: folded by version {version} of its code, not "
+                f"{projector.version} (opening a store refolds it from the log)"
+            )
+            continue
+        groups.setdefault(Head(position=position, chain_hash=held), []).append(projector)
+    return drift, groups, skipped
+
+
+def _table_drift(live: Readable, fresh: Readable, table: str) -> Iterator[Drift]:
+    """The rows where `live`'s `table` differs from `fresh`'s, in primary-key order."""
+    info = fresh.execute(sql.TABLE_INFO, (table, "main"))
+    columns = [name for name, _ in info]
+    keys = [index for _, index, _ in sorted((pk, i, n) for i, (n, pk) in enumerate(info) if pk)]
+    if not table_exists(live, table):
+        yield Drift(table=table, row="", reason="the table is missing")
+        return
+    if [name for name, _ in live.execute(sql.TABLE_INFO, (table, "main"))] != columns:
+        yield Drift(table=table, row="", reason="its columns are not the ones the code creates")
+        return
+    ours, theirs = table_rows(live, table), table_rows(fresh, table)
+    here, there = next(ours, None), next(theirs, None)
+    while here is not None or there is not None:
+        here_key = None if here is None else _order(here, keys)
+        there_key = None if there is None else _order(there, keys)
+        if there_key is None or (here_key is not None and here_key < there_key):
+            assert here is not None
+            yield _drift(table, columns, keys, here, "the log refolded holds no such row")
+            here = next(ours, None)
+        elif here_key is None or there_key < here_key:
+            assert there is not None
+            yield _drift(table, columns, keys, there, "the row is missing: the log holds it")
+            there = next(theirs, None)
+        else:
+            assert here is not None and there is not None
+            if not _same_row(here, there):
+                yield _drift(table, columns, keys, here, _differences(columns, here, there))
+            here, there = next(ours, None), next(theirs, None)
+
+
+def _drift(table: str, columns: list[str], keys: list[int], row: Row, reason: str) -> Drift:
+    where = ", ".join(f"{columns[i]}={row[i]!r}" for i in keys)
+    return Drift(table=table, row=where, reason=reason)
+
+
+def _differences(columns: list[str], here: Row, there: Row) -> str:
+    parts = []
+    for name, mine, theirs in zip_longest(columns, here, there):
+        if _same_value(mine, theirs):
+            continue
+        if _short(mine) and _short(theirs):
+            parts.append(f"{name} is {mine!r} here, {theirs!r} in the log refolded")
+        else:
+            parts.append(f"{name} differs from the log refolded")
+    return "; ".join(parts)
+
+
+def _short(value: object) -> bool:
+    return len(repr(value)) <= SHOWN_VALUE_CHARS
+
+
+def _same_row(here: Row, there: Row) -> bool:
+    return len(here) == len(there) and all(map(_same_value, here, there))
+
+
+def _same_value(first: object, second: object) -> bool:
+    """Equal as SQLite stores them: the same storage class and value (1 is not '1')."""
+    return _order_value(first) == _order_value(second)
+
+
+def _order(row: Row, keys: list[int]) -> tuple[tuple[int, Any], ...]:
+    return tuple(_order_value(row[i]) for i in keys)
+
+
+def _order_value(value: object) -> tuple[int, Any]:
+    """SQLite's order across storage classes: NULL, numbers, text, then blobs (text in
+    code point order, as UTF-8 under the BINARY collation)."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else repr(value))

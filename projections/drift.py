@@ -1,0 +1,96 @@
+"""The read model held to the log, one row at a time: a row checked against the event that
+wrote it.
+
+The read model is a cache of the log, in the same file: whoever can write the file can edit
+it without touching the chain. So a row is believed only as far as its event bears it out.
+Before a memory entry is rendered into a prompt, `unconfirmed_entries` reads the event at
+the entry's position in the same snapshot and compares what the prompt shows: the text and
+its hash, the type, the adapter and the producer (an import's row may show the legacy
+row's claims, but only if the import could have been honoured: signed, or written under no
+adapter). Comparing a whole read model with a refold of the log is `projections.comparison`.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Sequence
+
+from eventlog import (
+    CorruptLogError,
+    FactPublished,
+    MemoryAdded,
+    RecordedEvent,
+)
+from eventlog.logs import get_logger
+from eventlog.signing import authorization_of, claims_of
+from projections.entries import MemoryEntry
+from projections.projector import ModelSnapshot
+
+log = get_logger("factledger.projections")
+
+READ_MODEL_MISMATCH = "read_model_mismatch"
+"""The receipt's reason for an entry kept out because its row disagrees with its event."""
+
+
+def entry_problems(entry: MemoryEntry, record: RecordedEvent | None) -> tuple[str, ...]:
+    """The fields of `entry` (a row of `fl_memory`) that its event does not bear out: () when
+    it does; ('event',) when its position holds no event that writes an entry."""
+    if record is None or record.position != entry.id or entry.position != entry.id:
+        return ("event",)
+    payload = record.payload
+    own_producer = record.producer_task_id or None
+    if isinstance(payload, FactPublished):
+        kind, text = "cross_task", payload.value
+        writers = [(record.source_adapter, own_producer)]
+    elif isinstance(payload, MemoryAdded):
+        kind, text = payload.type, payload.content
+        claims = claims_of(payload)
+        if claims is None:
+            writers = [(record.source_adapter, payload.task_id)]
+        else:
+            writers = [(record.source_adapter, own_producer)]
+            if authorization_of(payload) is not None or record.source_adapter is None:
+                writers.append((claims.source_adapter, claims.task_id))
+    else:
+        return ("event",)
+    wrong = []
+    if entry.content != text or not same_text(entry.content_hash, record.content_hash):
+        wrong.append("content")
+    if entry.type != kind:
+        wrong.append("type")
+    if all(entry.source_adapter != adapter for adapter, _ in writers):
+        wrong.append("source_adapter")
+    if (entry.source_adapter, entry.task_id) not in writers and "source_adapter" not in wrong:
+        wrong.append("task_id")
+    return tuple(wrong)
+
+
+def unconfirmed_entries(
+    snap: ModelSnapshot, entries: Sequence[MemoryEntry]
+) -> dict[int, tuple[str, ...]]:
+    """The entries among `entries` whose rows their events in `snap` do not bear out, by
+    position, with the fields that differ. Each is logged as an error."""
+    head = snap.head().position
+    found: dict[int, tuple[str, ...]] = {}
+    for entry in entries:
+        problems = entry_problems(entry, _event_at(snap, entry.id, head))
+        if problems:
+            log.error(
+                READ_MODEL_MISMATCH, table="fl_memory", position=entry.id, fields=list(problems)
+            )
+            found[entry.id] = problems
+    return found
+
+
+def _event_at(snap: ModelSnapshot, position: int, head: int) -> RecordedEvent | None:
+    if not 1 <= position <= head:
+        return None
+    try:
+        return next(snap.read(position - 1, position), None)
+    except CorruptLogError:
+        return None
+
+
+def same_text(first: str, second: str) -> bool:
+    """Constant-time comparison of two hashes or chain values as text."""
+    return hmac.compare_digest(first.encode("utf-8", "replace"), second.encode("utf-8", "replace"))
