@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from projections import inquiries, lineage
 from projections.agent_reads import (
+    TRUSTED,
+    AgentEntries,
     AgentFacts,
     AgentIdentity,
     policy_for,
+    read_entries,
     read_facts,
     read_history,
     recall,
+    trust_of,
 )
 from projections.cache import CacheProjection, linked_events, open_read_model
 from projections.comparison import Drift, DriftReport, checkpoint_drift, read_model_drift
@@ -59,6 +63,8 @@ __all__ = [
     "MEMORY_TYPES",
     "READ_MODEL_MISMATCH",
     "SCOPES",
+    "TRUSTED",
+    "AgentEntries",
     "AgentFacts",
     "AgentIdentity",
     "CacheProjection",
@@ -111,6 +117,7 @@ __all__ = [
     "open_read_model",
     "open_view",
     "policy_for",
+    "read_entries",
     "read_facts",
     "read_history",
     "read_model_at_head",
@@ -122,5 +129,6 @@ __all__ = [
     "table_digest",
     "table_exists",
     "table_rows",
+    "trust_of",
     "view_at",
 ]

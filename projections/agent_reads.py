@@ -6,10 +6,13 @@ added: it sees its own adapter's writes, operator (untagged) writes when the pol
 them, and the writes of the adapters the policy names; never a quarantined version. Where a
 fact's newest version is kept out, the agent sees the newest version it may trust, if any.
 
-Every value comes back as shown text: invisible characters escaped (`projections.visible`).
+Every value comes back as shown text: invisible characters escaped (`projections.visible`),
+unless a caller that escapes what it prints asks for them as stored (`escape=False`). A
+memory entry is held to the event that wrote it before it is shown, as on the prompt path
+(`projections.drift`): one its event does not bear out is kept out as `read_model_mismatch`.
 Every read appends a `recall_recorded` receipt, as the prompt path does: the positions
 returned, the versions passed over and why, the policy, the log head read at, and the
-BLAKE3 hash of what was returned (for facts, of their msgspec JSON encoding as returned).
+BLAKE3 hash of what was returned (of their msgspec JSON encoding as returned).
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from eventlog import (
     RecallRecorded,
     content_hash,
 )
-from eventlog.checks import check_actor, check_optional_actor
+from eventlog.checks import MAX_POSITION, check_actor, check_optional_actor
 from projections import reads, sql
-from projections.entries import Fact
+from projections.drift import READ_MODEL_MISMATCH, unconfirmed_entries
+from projections.entries import Fact, MemoryEntry
 from projections.knowledge import fact_identity, run_key
 from projections.projector import ProjectedTransaction
 from projections.prompt import (
@@ -43,12 +47,24 @@ from projections.prompt import (
 )
 from projections.store import SQLiteMemoryStore
 from projections.trust import MemoryTrustPolicy, active_trust_policy
-from projections.validation import check_key, check_limit, check_scope, check_tag
+from projections.validation import (
+    check_allow_list,
+    check_key,
+    check_limit,
+    check_memory_type,
+    check_scope,
+    check_tag,
+    check_tags,
+)
 from projections.view import READ_ONLY, MemoryView
 from projections.visible import escape_invisible
 
 NO_LIMIT = 0
 """The `limit` a receipt records for a read that returns everything it may (subscribe)."""
+TRUSTED = "trusted"
+"""`trust_of` for a row a reader under the policy may see."""
+FIRST_CHUNK = 32
+"""Entries an entry read takes at first (at least its limit); then it doubles."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +89,18 @@ class AgentFacts(msgspec.Struct, frozen=True, kw_only=True):
     kept_out: int
     """Versions passed over because the policy does not trust their source or they are
     quarantined (the receipt names at most `REFUSED_SCAN` of them)."""
+    receipt_position: int
+
+
+class AgentEntries(msgspec.Struct, frozen=True, kw_only=True):
+    """Memory entries an agent read, with how many were kept out and its receipt."""
+
+    entries: list[MemoryEntry]
+    kept_out: int
+    """Newer entries passed over: not trusted by the policy, or not borne out by their
+    events (the receipt names at most `REFUSED_SCAN` of them)."""
+    more: bool
+    """Whether older entries match too, past the limit (trusted or not)."""
     receipt_position: int
 
 
@@ -103,9 +131,11 @@ def read_facts(
     *,
     scope: str = "project",
     trust_policy: MemoryTrustPolicy | None = None,
+    escape: bool = True,
 ) -> AgentFacts:
     """One fact per key under `tag`, newest first: each key's newest version the policy
-    trusts. Scope 'run' reads the reader's run; 'project' reads project facts of every run."""
+    trusts. Scope 'run' reads the reader's run; 'project' reads project facts of every run.
+    With `escape=False` the facts come back as stored, for a caller that escapes them."""
     writable = _writable(store)
     policy = policy_for(identity, trust_policy)
     checked_tag = check_tag(tag)
@@ -124,7 +154,7 @@ def read_facts(
             shown.extend(trusted)
             passed_over.extend(kept)
         shown.sort(key=_position, reverse=True)
-        facts = [_shown(fact) for fact in shown]
+        facts = [_shown(fact) for fact in shown] if _flag("escape", escape) else shown
         receipt = _receipt(tx, identity, policy, (checked_tag,), NO_LIMIT, head, facts, passed_over)
     return AgentFacts(facts=facts, kept_out=len(passed_over), receipt_position=receipt)
 
@@ -156,6 +186,66 @@ def read_history(
             tx, identity, policy, (identity_of_fact[2],), count or NO_LIMIT, head, facts, kept
         )
     return AgentFacts(facts=facts, kept_out=len(kept), receipt_position=receipt)
+
+
+def read_entries(
+    store: MemoryView,
+    identity: AgentIdentity,
+    *,
+    type: str | None = None,
+    tags: Sequence[str] | None = None,
+    limit: int = 20,
+    adapters: Sequence[str] | None = None,
+    trust_policy: MemoryTrustPolicy | None = None,
+    escape: bool = True,
+) -> AgentEntries:
+    """The newest `limit` visible entries, of `type`, with any of `tags` and (an allow-list
+    as `MemoryView.query`'s) written by `adapters`, that the policy trusts and their events
+    bear out, newest first; those passed over on the way are counted and receipted. With
+    `escape=False` they come back as stored."""
+    writable = _writable(store)
+    policy = policy_for(identity, trust_policy)
+    kind = None if type is None else check_memory_type(type)
+    wanted = check_tags(tags)
+    count = check_limit(limit)
+    allowed = check_allow_list(adapters)
+    escaped = _flag("escape", escape)
+    shown: list[MemoryEntry] = []
+    passed_over: list[Exclusion] = []
+    more = False
+    with writable.snapshot() as snap:
+        head = snap.head().position
+        before, chunk = None, max(FIRST_CHUNK, count)
+        while allowed != ():
+            rows = reads.entries(
+                snap, type=kind, tags=wanted, adapters=allowed, limit=chunk, before=before
+            )
+            for entry in rows:
+                if len(shown) == count:
+                    more = True
+                    break
+                reason = _reason(policy, entry.source_adapter, quarantined=False)
+                if reason is None and unconfirmed_entries(snap, [entry]):
+                    reason = READ_MODEL_MISMATCH
+                if reason is None:
+                    shown.append(entry)
+                else:
+                    passed_over.append(Exclusion(position=entry.position, reason=reason))
+            if more or len(rows) < chunk:
+                break
+            before, chunk = rows[-1].id, min(2 * chunk, MAX_POSITION)
+    entries = [_shown_entry(e) for e in shown] if escaped else shown
+    with writable.write_transaction() as tx:
+        receipt = _receipt(tx, identity, policy, wanted, count, head, entries, passed_over)
+    return AgentEntries(
+        entries=entries, kept_out=len(passed_over), more=more, receipt_position=receipt
+    )
+
+
+def trust_of(policy: MemoryTrustPolicy, adapter: str | None, *, quarantined: bool = False) -> str:
+    """`TRUSTED` when a reader under `policy` may see a row written under `adapter`;
+    otherwise why not (`untrusted_adapter`, `untagged_not_trusted`, `quarantined`)."""
+    return _reason(policy, adapter, quarantined=quarantined) or TRUSTED
 
 
 def recall(
@@ -249,12 +339,33 @@ def _shown(fact: Fact) -> Fact:
     )
 
 
+def _shown_entry(entry: MemoryEntry) -> MemoryEntry:
+    """`entry` as shown to an agent, as `_shown` shows a fact."""
+    return msgspec.structs.replace(
+        entry,
+        content=escape_invisible(entry.content),
+        tags=[_field(tag) for tag in entry.tags],
+        task_id=None if entry.task_id is None else _field(entry.task_id),
+        source_agent=_field(entry.source_agent),
+        source_model=_field(entry.source_model),
+        source_adapter=None if entry.source_adapter is None else _field(entry.source_adapter),
+    )
+
+
 def _field(text: str) -> str:
     return escape_invisible(text, keep_newlines=False)
 
 
-def _position(fact: Fact) -> int:
-    return fact.position
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidTypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def _position(row: Fact | MemoryEntry | msgspec.Struct) -> int:
+    position = getattr(row, "position", 0)
+    assert isinstance(position, int)
+    return position
 
 
 def _receipt(
@@ -264,7 +375,7 @@ def _receipt(
     tags: tuple[str, ...],
     limit: int,
     head: int,
-    facts: list[Fact],
+    facts: Sequence[msgspec.Struct],
     passed_over: list[Exclusion],
 ) -> int:
     """Append the read's receipt in the transaction that read; return its position."""
@@ -274,7 +385,7 @@ def _receipt(
         adapter=identity.adapter,
         tags=tags,
         limit=limit,
-        included=tuple(fact.position for fact in facts),
+        included=tuple(_position(fact) for fact in facts),
         excluded=tuple(passed_over[:REFUSED_SCAN]),
         policy=policy.settings(),
         head_position=head,

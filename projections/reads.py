@@ -86,10 +86,15 @@ def entries(
     tags: Sequence[str],
     adapters: Sequence[str] | None,
     limit: int,
+    before: int | None = None,
 ) -> list[MemoryEntry]:
-    """Visible entries, newest first, of `type`, with any of `tags`, from `adapters`."""
+    """Visible entries, newest first, of `type`, with any of `tags`, from `adapters` (and
+    older than the entry `before`, to read on from where an earlier call stopped)."""
     filters = ""
     params: list[object] = []
+    if before is not None:
+        filters += sql.FILTER_BEFORE
+        params.append(before)
     if type is not None:
         filters += sql.FILTER_TYPE
         params.append(type)

@@ -281,6 +281,7 @@ ENTRIES = (
 FILTER_TYPE = " AND m.type = ?"
 FILTER_TAGS = " AND m.id IN (SELECT entry_id FROM fl_memory_tag WHERE tag IN ({marks}))"
 FILTER_ADAPTERS = " AND m.source_adapter IN ({marks})"
+FILTER_BEFORE = " AND m.id < ?"
 # Ranked reads walk each query tag's entries from the most important down (newest first among
 # equals), a chunk at a time, resuming below the last (importance, id) read. CROSS JOIN keeps
 # the tag list as the outer loop, so the walk follows its primary key and never sorts. They

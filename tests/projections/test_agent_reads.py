@@ -21,6 +21,7 @@ from projections import (
     SQLiteMemoryStore,
     open_view,
     policy_for,
+    read_entries,
     read_facts,
     read_history,
     recall,
@@ -211,3 +212,40 @@ def test_bad_identity_and_policy_are_refused() -> None:
         AgentIdentity(task_id="")
     with pytest.raises(InvalidTypeError):
         policy_for(READER, {"trusted_adapters": []})  # type: ignore[arg-type]
+
+
+def test_an_entry_read_shows_what_the_policy_trusts_newest_first_with_a_receipt(
+    store: SQLiteMemoryStore,
+) -> None:
+    """read_entries: the reader's own and the operator's entries, foreign ones counted as kept
+    out and named in the receipt, `more` when the limit cut older ones off, and an entry
+    whose row its event does not bear out kept out as read_model_mismatch."""
+    store.add("learning", "operator 1", ["api"])
+    store.add("learning", "foreign 2", ["api"], source_adapter=FOREIGN)
+    store.add("learning", "own 3\u200b", ["api"], source_adapter=OWN)
+    store.add("learning", "foreign 4", ["api"], source_adapter=FOREIGN)
+    read = read_entries(store, READER, tags=["api"], limit=1)
+    assert (["own 3\\u{200B}"], 1, True) == (
+        [e.content for e in read.entries],
+        read.kept_out,
+        read.more,
+    )
+    receipt = receipt_at(store, read.receipt_position)
+    assert ((3,), (Exclusion(position=4, reason="untrusted_adapter"),)) == (
+        receipt.included,
+        receipt.excluded,
+    )
+    everything = read_entries(store, READER, limit=10, escape=False)
+    assert (["own 3\u200b", "operator 1"], 2, False) == (
+        [e.content for e in everything.entries],
+        everything.kept_out,
+        everything.more,
+    )
+    with store.write_transaction() as tx:
+        tx.execute("UPDATE fl_memory SET source_adapter = NULL WHERE id = 4")
+    edited = read_entries(store, READER, limit=10)
+    assert [3, 1] == [e.id for e in edited.entries]
+    assert "read_model_mismatch" in {
+        e.reason for e in receipt_at(store, edited.receipt_position).excluded
+    }
+    assert [] == read_entries(store, READER, adapters=[]).entries
