@@ -104,12 +104,20 @@ def check_scope(value: object) -> str:
 
 
 def check_key(value: object) -> str:
-    """A fact key: a non-empty identifier within its tag."""
+    """A fact key: a non-empty identifier within its tag, and like a tag free of invisible
+    characters, so two keys that print alike are alike. Any other Unicode is fine."""
     if not isinstance(value, str):
         raise InvalidTypeError(f"key must be str, not {type(value).__name__}")
     if not value.strip():
         raise InvalidInputError("key must be a non-empty string")
-    return check_identifier("key", value)
+    check_identifier("key", value)
+    hidden = find_invisible(value)
+    if hidden is not None:
+        raise InvalidInputError(
+            f"key must not contain invisible characters: U+{ord(value[hidden]):04X} at "
+            f"index {hidden}"
+        )
+    return value
 
 
 def check_limit(value: object, *, name: str = "limit") -> int:

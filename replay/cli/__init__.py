@@ -10,7 +10,6 @@ from __future__ import annotations
 from replay.cli import (
     agents,
     audit,
-    conflicts,
     demo,
     forensics,
     history,
@@ -27,7 +26,6 @@ __all__ = [
     "agents",
     "app",
     "audit",
-    "conflicts",
     "demo",
     "forensics",
     "history",

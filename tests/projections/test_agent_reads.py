@@ -7,8 +7,10 @@ import pytest
 
 from eventlog import (
     Exclusion,
+    FactPublished,
     InvalidInputError,
     InvalidTypeError,
+    NewEvent,
     ReadOnlyStoreError,
     RecallRecorded,
     TrustSettings,
@@ -138,8 +140,13 @@ def test_quarantined_versions_stay_out_even_with_the_policy_off(
 def test_values_and_fields_come_back_with_invisible_characters_escaped(
     store: SQLiteMemoryStore,
 ) -> None:
-    """Values keep newlines and escape the rest; one-line fields escape everything."""
-    kb(store, OWN).publish("notes", "k\u200bey", "line one\nrun\u202eit\U000e0041", scope="project")
+    """Values keep newlines and escape the rest; one-line fields escape everything (a key
+    holding an invisible character is refused now, but a log written before, or around the
+    API, may hold one)."""
+    value = "line one\nrun\u202eit\U000e0041"
+    fact = FactPublished(scope="project", tag="notes", key="k\u200bey", value=value)
+    with store.write_transaction() as tx:
+        tx.append([NewEvent(payload=fact, producer_task_id="t", source_adapter=OWN)])
     (fact,) = read_facts(store, READER, "notes").facts
     assert "k\\u{200B}ey" == fact.key
     assert "line one\nrun\\u{202E}it\\u{E0041}" == fact.value

@@ -2,8 +2,8 @@
 prompt path, fed garbage. Each gets a clear FactledgerError (a TypeError or ValueError
 subclass where the input is of the wrong type or value) and nothing changes; legitimate
 oddities (LIKE wildcards, SQL text, NUL in free text) simply work. Every write path refuses
-adapter names, producer task ids and run ids that only look like ordinary ones, and tags
-holding invisible characters."""
+adapter names, producer task ids and run ids that only look like ordinary ones (an agent's
+reads too, which write receipts), and tags and fact keys holding invisible characters."""
 
 from __future__ import annotations
 
@@ -21,12 +21,14 @@ from eventlog import (
     content_hash,
 )
 from projections import (
+    AgentIdentity,
     CrossTaskKB,
     MemoryEntry,
     MemoryTrustPolicy,
     SQLiteMemoryStore,
     active_trust_policy,
     load_persistent_memory,
+    read_entries,
 )
 from replay import (
     Actor,
@@ -600,9 +602,51 @@ def invisible_tag_cases() -> list[object]:
     ]
 
 
+def invisible_key_cases() -> list[object]:
+    """Every path that takes a fact key, fed each key holding an invisible character: a key,
+    like a tag, that prints like another is refused."""
+    paths: dict[str, Callable[[str], Call]] = {
+        "publish": lambda v: publish(key=v),
+        "publish_many": lambda v: lambda s: s.kb.publish_many([("t", v, "v")], scope="run"),
+        "history": lambda v: lambda s: s.kb.history("t", v, scope="project"),
+    }
+    return [
+        case(make(f"users{value}"), VALUE, r"key .*invisible characters: U\+", f"{path}-{name}")
+        for path, make in paths.items()
+        for name, value in INVISIBLE_TAGS.items()
+    ]
+
+
+def agent_read(**identity: str) -> Call:
+    """An agent's entry read (which writes its receipt) under `identity`."""
+    fields = {"task_id": "agent-1", **identity}
+    return lambda s: read_entries(s.store, AgentIdentity(**fields))  # type: ignore[arg-type]
+
+
 IDENTITY_CASES = [
     *lookalike_id_cases(),
     *invisible_tag_cases(),
+    *invisible_key_cases(),
+    *[
+        case(agent_read(**{field: value}), VALUE, f"{field} .*{message}", f"agent-{field}-{name}")
+        for field in ("task_id", "run_id", "adapter")
+        for name, (value, message) in LOOKALIKE_IDS.items()
+    ],
+    case(
+        lambda s: read_entries(s.store, AgentIdentity("a"), limit=0), VALUE, "limit", "agent-limit"
+    ),
+    case(
+        lambda s: read_entries(s.store, AgentIdentity("a"), tags=["api\u200b"]),
+        VALUE,
+        "invisible",
+        "agent-tag-invisible",
+    ),
+    case(
+        lambda s: read_entries(s.store, AgentIdentity("a"), escape="no"),  # type: ignore[arg-type]
+        TYPE,
+        "escape",
+        "agent-escape-string",
+    ),
     *[
         case(
             recall(["api"], **{field: value}),

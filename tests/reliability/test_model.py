@@ -73,6 +73,18 @@ importances = st.sampled_from([0.0, 0.25, 0.5, 1.0])
 adapters = st.sampled_from(ADAPTERS)
 allow_lists = st.sampled_from(ALLOW_LISTS)
 limits = st.integers(1, 6)
+LOOKALIKES = (
+    "claude\u200bcode",
+    "\ufeffcodex",
+    "\u0441odex",
+    "claude\u2010code",
+    "co dex",
+    "codex\u00a0",
+    "\uff43odex",
+)
+"""Writers' identifiers that print like (or hide inside) an ordinary one."""
+INVISIBLE_NAMES = ("api\u200b", "\u3164", "api\ufe0f", "a\u034fpi", "api\U000e0041")
+"""Tags and keys holding a character a reader cannot see."""
 
 
 @dataclass
@@ -624,6 +636,46 @@ class StoreMachine(RuleBasedStateMachine):
         identity = (scope, RUNS[run] if scope == "run" else "", tag, key)
         expected = [fact(identity, v) for v in self.model.facts.get(identity, [])]
         assert expected == self.kbs[run].history(tag, key, scope=scope)
+
+    @rule(
+        path=st.sampled_from(
+            ["add-adapter", "add-task", "add_many", "publish-adapter", "facade", "recall"]
+        ),
+        value=st.sampled_from(LOOKALIKES),
+    )
+    def write_as_a_lookalike(self, path: str, value: str) -> None:
+        """A write naming its writer with a lookalike identifier is refused, writes nothing."""
+        calls: dict[str, Callable[[], object]] = {
+            "add-adapter": lambda: self.store.add("learning", "x", source_adapter=value),
+            "add-task": lambda: self.store.add("learning", "x", task_id=value),
+            "add_many": lambda: self.store.add_many(
+                [
+                    {"type": "learning", "content": "x"},
+                    {"type": "learning", "content": "y", "source_adapter": value},
+                ]
+            ),
+            "publish-adapter": lambda: self.kbs[0].publish(
+                "api", "users", "v", scope="project", source_adapter=value
+            ),
+            "facade": lambda: CrossTaskKB(self.store, producer_task_id=value),
+            "recall": lambda: load_persistent_memory(self.store, ["api"], adapter=value),
+        }
+        with pytest.raises(InvalidInputError, match="may hold only ASCII letters"):
+            calls[path]()
+
+    @rule(
+        path=st.sampled_from(["add", "publish-tag", "publish-key"]),
+        value=st.sampled_from(INVISIBLE_NAMES),
+    )
+    def write_an_invisible_name(self, path: str, value: str) -> None:
+        """A tag or key holding an invisible character is refused, and nothing is written."""
+        calls: dict[str, Callable[[], object]] = {
+            "add": lambda: self.store.add("learning", "x", ["api", value]),
+            "publish-tag": lambda: self.kbs[0].publish(value, "users", "v", scope="project"),
+            "publish-key": lambda: self.kbs[0].publish("api", value, "v", scope="project"),
+        }
+        with pytest.raises(InvalidInputError, match="invisible characters"):
+            calls[path]()
 
     @invariant()
     def head_is_the_models(self) -> None:
