@@ -32,11 +32,15 @@ from eventlog.errors import (
     UnknownEventKindError,
 )
 from eventlog.events import (
+    ON_CONFLICT,
     Authorization,
+    ConflictPolicySet,
     Envelope,
     EventPayload,
     Exclusion,
+    FactApproved,
     FactPublished,
+    FactRejected,
     LegacyClaims,
     MemoryAdded,
     MemoryRemoved,
@@ -60,10 +64,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CONTENT_BYTES",
+    "ON_CONFLICT",
     "Authorization",
     "ChainBreak",
     "ChainReport",
     "ChainWalker",
+    "ConflictPolicySet",
     "CorruptLogError",
     "Durability",
     "Envelope",
@@ -71,7 +77,9 @@ __all__ = [
     "EventLog",
     "EventPayload",
     "Exclusion",
+    "FactApproved",
     "FactPublished",
+    "FactRejected",
     "FactledgerError",
     "Head",
     "InvalidInputError",

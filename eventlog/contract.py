@@ -15,9 +15,12 @@ import pytest
 
 from eventlog import (
     Authorization,
+    ConflictPolicySet,
     EventIdConflictError,
     EventLog,
+    FactApproved,
     FactPublished,
+    FactRejected,
     InvalidInputError,
     InvalidTypeError,
     LegacyClaims,
@@ -86,6 +89,9 @@ EVERY_KIND = [
         ),
         producer_task_id="importer",
     ),
+    NewEvent(payload=ConflictPolicySet(tag="api", on_conflict="hold", scope="project")),
+    NewEvent(payload=FactApproved(position=2)),
+    NewEvent(payload=FactRejected(position=2, reason="contested")),
 ]
 
 
@@ -131,6 +137,9 @@ class LogContract:
             "operator_added",
             "operator_removed",
             "memory_added",
+            "conflict_policy_set",
+            "fact_approved",
+            "fact_rejected",
         ] == [r.kind for r in read]
         assert ("run-1", "codex") == (read[1].run_id, read[1].source_adapter)
 

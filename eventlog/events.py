@@ -179,6 +179,37 @@ class OperatorRemoved(Payload, tag="operator_removed", frozen=True, kw_only=True
     authorization: Authorization | UnsetType = UNSET
 
 
+ON_CONFLICT = ("allow", "deny", "hold")
+"""What a conflict policy does with an overwrite under another adapter than the current
+version's: `allow` (last write wins), `deny` (recorded, never current), `hold` (pending until
+an operator approves or rejects it)."""
+
+
+class ConflictPolicySet(Payload, tag="conflict_policy_set", frozen=True, kw_only=True):
+    """From here on, facts under `tag` (in `scope`, or in every scope when unset) follow
+    `on_conflict` (one of `ON_CONFLICT`)."""
+
+    tag: str
+    on_conflict: str
+    scope: str | UnsetType = UNSET
+    authorization: Authorization | UnsetType = UNSET
+
+
+class FactApproved(Payload, tag="fact_approved", frozen=True, kw_only=True):
+    """An operator approved the held fact version written at `position`."""
+
+    position: int
+    authorization: Authorization | UnsetType = UNSET
+
+
+class FactRejected(Payload, tag="fact_rejected", frozen=True, kw_only=True):
+    """An operator rejected the held fact version written at `position`."""
+
+    position: int
+    reason: str
+    authorization: Authorization | UnsetType = UNSET
+
+
 EventPayload = (
     MemoryAdded
     | MemoryRemoved
@@ -189,6 +220,9 @@ EventPayload = (
     | QuarantineReleased
     | OperatorAdded
     | OperatorRemoved
+    | ConflictPolicySet
+    | FactApproved
+    | FactRejected
 )
 """Every event kind the log can hold."""
 
@@ -202,6 +236,9 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
     QuarantineReleased,
     OperatorAdded,
     OperatorRemoved,
+    ConflictPolicySet,
+    FactApproved,
+    FactRejected,
 )
 
 

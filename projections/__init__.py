@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from projections import inquiries, lineage
+from projections import conflicts, inquiries, lineage
 from projections.agent_reads import (
     TRUSTED,
     AgentEntries,
@@ -103,6 +103,7 @@ __all__ = [
     "check_scope",
     "check_tag",
     "checkpoint_drift",
+    "conflicts",
     "default_projectors",
     "escape_invisible",
     "fact_identity",

@@ -7,7 +7,8 @@ only the current version's row is visible. Versions older than the current one a
 superseded; versions newer than it can only be quarantined ones. Quarantined events stay in
 every table but are flagged out of every read; subscribe falls back to the newest version
 not quarantined. An operator action the log's operators did not sign takes no effect here, so
-it reaches no reader, rebuild, time travel and history included.
+it reaches no reader, rebuild, time travel and history included. A tag's conflict policy can
+keep an overwrite from becoming current (`projections.conflicts`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from collections.abc import Sequence
 import msgspec
 
 from eventlog import (
+    ConflictPolicySet,
+    FactApproved,
     FactPublished,
+    FactRejected,
     MemoryAdded,
     MemoryRemoved,
     MemoryReweighted,
@@ -28,7 +32,7 @@ from eventlog import (
     RecordedEvent,
 )
 from eventlog.signing import claims_of
-from projections import sql
+from projections import conflicts, sql
 from projections.operators import Authority
 from projections.projector import TableWriter
 from projections.reads import Readable
@@ -55,14 +59,14 @@ class KnowledgeProjector:
     Signatures cover the log's id, so the projector is made for one log."""
 
     name = "knowledge"
-    version = 3
-    tables = sql.KNOWLEDGE_TABLES
+    version = 4
+    tables = sql.KNOWLEDGE_TABLES + sql.CONFLICT_TABLES
 
     def __init__(self, log_id: str) -> None:
         self._authority = Authority(log_id)
 
     def create(self, writer: TableWriter) -> None:
-        for statement in sql.KNOWLEDGE_DDL:
+        for statement in sql.KNOWLEDGE_DDL + sql.CONFLICT_DDL:
             writer.execute(statement)
 
     def apply(self, writer: TableWriter, records: Sequence[RecordedEvent]) -> None:
@@ -104,6 +108,15 @@ class KnowledgeProjector:
                 self._authority.add(writer, record, payload)
             elif isinstance(payload, OperatorRemoved):
                 self._authority.remove(writer, record, payload)
+            elif isinstance(payload, ConflictPolicySet):
+                if self._authority.permits(writer, record):
+                    conflicts.set_policy(writer, record.position, payload)
+            elif isinstance(payload, (FactApproved, FactRejected)) and self._authority.permits(
+                writer, record
+            ):
+                approved = conflicts.decide(writer, record.position, payload)
+                if approved is not None:
+                    _publish(writer, [approved], admitted=True)
         if entries:
             _insert_entries(writer, entries, tags)
         if facts:
@@ -204,13 +217,27 @@ def _insert_entries(
         writer.executemany(sql.TAG_INSERT, tags)
 
 
-def _publish(writer: TableWriter, facts: Sequence[tuple[RecordedEvent, FactPublished]]) -> None:
+def _identity_of(record: RecordedEvent, fact: FactPublished) -> Identity:
+    return fact_identity(fact.scope, record.run_id, fact.tag, fact.key)
+
+
+def _publish(
+    writer: TableWriter,
+    facts: Sequence[tuple[RecordedEvent, FactPublished]],
+    *,
+    admitted: bool = False,
+) -> None:
     """Fold consecutive published facts, a batch of statements for the lot.
 
     The same rows as folding them one by one: each version replaces the identity's current
     one (from the table, or the batch's previous version of it), only the newest version's
     mirror stays visible, and every earlier version from the replaced one on is superseded.
+    Versions a conflict policy keeps out are recorded there instead, unless `admitted`.
     """
+    if not admitted:
+        facts = conflicts.admitted(writer, facts, _identity_of)
+        if not facts:
+            return
     identities = [fact_identity(f.scope, r.run_id, f.tag, f.key) for r, f in facts]
     latest = _current_positions(writer, list(dict.fromkeys(identities)))
     hide: dict[Identity, tuple[int, int]] = {}

@@ -723,3 +723,66 @@ LINEAGE_QUARANTINED_AMONG = (
     "SELECT DISTINCT event_position FROM fl_quarantined WHERE event_position IN ({marks})"
 )
 LINEAGE_ENTRIES_AMONG = f"SELECT {ENTRY_COLUMNS} FROM fl_memory m WHERE m.id IN ({{marks}})"
+
+
+# -- conflict policy: overwrites under another adapter, denied or held ----------------------
+
+CONFLICT_TABLES = ("fl_conflict_policy", "fl_fact_held")
+CONFLICT_DDL = (
+    # scope '' is the policy for every scope of the tag; a scope's own policy comes first.
+    """CREATE TABLE fl_conflict_policy (
+        scope TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        on_conflict TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (scope, tag)
+    ) WITHOUT ROWID""",
+    # Fact versions a policy kept from becoming current: `denied`, `pending` (held), and,
+    # once an operator decided, `approved` or `rejected`. `contested` is the version that was
+    # current when it was written.
+    """CREATE TABLE fl_fact_held (
+        position INTEGER PRIMARY KEY,
+        scope TEXT NOT NULL,
+        run_key TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        producer_task_id TEXT NOT NULL,
+        ts_ns INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        run_id TEXT,
+        source_adapter TEXT,
+        status TEXT NOT NULL,
+        contested INTEGER NOT NULL,
+        decided_by INTEGER
+    )""",
+)
+CONFLICT_ANY = "SELECT 1 FROM fl_conflict_policy LIMIT 1"
+CONFLICT_POLICY_PUT = (
+    "INSERT OR REPLACE INTO fl_conflict_policy (scope, tag, on_conflict, position) "
+    "VALUES (?, ?, ?, ?)"
+)
+CONFLICT_POLICIES_FOR = "SELECT scope, tag, on_conflict FROM fl_conflict_policy WHERE tag = ?"
+CONFLICT_POLICIES = (
+    "SELECT scope, tag, on_conflict, position FROM fl_conflict_policy ORDER BY tag, scope"
+)
+CONFLICT_CURRENT = (
+    "SELECT c.position, f.source_adapter FROM fl_fact_current c JOIN fl_fact f "
+    "ON f.position = c.position WHERE c.scope = ? AND c.run_key = ? AND c.tag = ? AND c.key = ?"
+)
+HELD_INSERT = (
+    "INSERT INTO fl_fact_held (position, scope, run_key, tag, key, value, producer_task_id, "
+    "ts_ns, content_hash, run_id, source_adapter, status, contested) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+HELD_COLUMNS = (
+    "position, scope, run_key, tag, key, value, producer_task_id, ts_ns, content_hash, run_id, "
+    "source_adapter, status, contested, decided_by"
+)
+HELD_GET = f"SELECT {HELD_COLUMNS} FROM fl_fact_held WHERE position = ?"
+HELD_DECIDE = "UPDATE fl_fact_held SET status = ?, decided_by = ? WHERE position = ?"
+HELD_AMONG = (
+    f"SELECT {HELD_COLUMNS} FROM fl_fact_held WHERE position IN ({{marks}}) ORDER BY position"
+)
+HELD_MATCHING = f"SELECT {HELD_COLUMNS} FROM fl_fact_held f WHERE 1{{filters}} ORDER BY position"
+"""Held versions matching `FACT_FILTER_*` fragments."""

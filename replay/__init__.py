@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from replay.audit import AuditProblem, AuditReport, CheckpointSummary, verify
 from replay.checkpoints import Checkpoint, NoteSignature, checkpoint
+from replay.conflicts import HeldVersion, approve, reject, set_conflict_policy
 from replay.errors import KeyFileError, NotAuthorizedError, UnsignedCheckpointError
 from replay.forensics import (
     BlastRadius,
@@ -73,6 +74,7 @@ __all__ = [
     "FactDiff",
     "FactHistory",
     "FactVersion",
+    "HeldVersion",
     "ImportReport",
     "InclusionProof",
     "KeyFileError",
@@ -94,6 +96,7 @@ __all__ = [
     "TableComparison",
     "UnsignedCheckpointError",
     "add_operator",
+    "approve",
     "as_of",
     "blame",
     "blast_radius",
@@ -111,8 +114,10 @@ __all__ = [
     "read_operator_key",
     "read_public_key",
     "rebuild",
+    "reject",
     "release",
     "remove_operator",
+    "set_conflict_policy",
     "verify",
     "verify_consistency",
     "verify_inclusion",

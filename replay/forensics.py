@@ -22,7 +22,8 @@ from eventlog import (
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
 from eventlog.signing import authorization_of, claims_of
-from projections import Row, default_projectors, inquiries, read_model_at_head
+from projections import Row, conflicts, default_projectors, inquiries, read_model_at_head
+from replay.conflicts import HeldVersion, held_version
 from replay.lineage import Descendant, descendant_levels
 
 ACTOR_KINDS = frozenset(
@@ -123,6 +124,8 @@ class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
     """Suspect versions later replaced by someone else (`other_*` is the replacement)."""
     exposed: list[Exposure]
     shielded: list[Exposure]
+    held: list[HeldVersion] = []
+    """Suspect fact versions a conflict policy kept from becoming current."""
     descendants: list[list[Descendant]] = []
     """Writes derived from suspect events (by exposed tasks after their exposure, or
     declared), level by level, each with the prompts it reached in turn."""
@@ -216,6 +219,7 @@ def blast_radius(
                 ],
                 exposed=[_exposure(r) for r in touching if r[5]],
                 shielded=[_exposure(r) for r in touching if not r[5]],
+                held=[held_version(r) for r in conflicts.held_versions(model, suspects)],
                 descendants=descendant_levels(snap, model, suspects, bound),
             )
     finally:

@@ -41,12 +41,14 @@ from projections import (
     check_key,
     check_scope,
     check_tag,
+    conflicts,
     fact_identity,
     fold,
     inquiries,
     matching_positions,
     read_model_at_head,
 )
+from replay.conflicts import HeldVersion, held_version
 
 Status = Literal["current", "superseded", "quarantined"]
 Change = Literal["added", "changed", "removed"]
@@ -103,6 +105,8 @@ class FactHistory(msgspec.Struct, frozen=True, kw_only=True):
     at_position: int
     versions: list[FactVersion]
     actions: list[OperatorAction]
+    held: list[HeldVersion] = []
+    """Versions a conflict policy kept from becoming current (denied, pending, decided)."""
 
 
 class BlameLine(msgspec.Struct, frozen=True, kw_only=True):
@@ -182,7 +186,10 @@ def history(
         event_ids = _event_ids(snap, [row[0] for row in rows])
         versions = [_version(row, event_ids[row[0]]) for row in rows]
         actions = _actions(snap, model, {row[0] for row in rows})
-        return FactHistory(at_position=snap.head().position, versions=versions, actions=actions)
+        held = [held_version(row) for row in conflicts.held_matching(model, **filters)]
+        return FactHistory(
+            at_position=snap.head().position, versions=versions, actions=actions, held=held
+        )
 
 
 def blame(

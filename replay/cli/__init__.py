@@ -10,6 +10,7 @@ from __future__ import annotations
 from replay.cli import (
     agents,
     audit,
+    conflicts,
     demo,
     forensics,
     history,
@@ -26,6 +27,7 @@ __all__ = [
     "agents",
     "app",
     "audit",
+    "conflicts",
     "demo",
     "forensics",
     "history",

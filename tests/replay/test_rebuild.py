@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from eventlog import (
+    ConflictPolicySet,
     InvalidInputError,
     InvalidTypeError,
     MemoryAdded,
@@ -49,6 +50,8 @@ TABLES = (
     "fl_operator",
     "fl_unauthorized",
     "fl_import",
+    "fl_conflict_policy",
+    "fl_fact_held",
     "fl_receipt",
     "fl_receipt_item",
     "fl_lineage_edge",
@@ -73,6 +76,9 @@ def populate(store: SQLiteMemoryStore) -> None:
     )
     store.decay_importance(0.5)
     store.remove(1)
+    store._append([NewEvent(payload=ConflictPolicySet(tag="schema", on_conflict="hold"))])
+    kb.publish("schema", "users", "v1", scope="project", source_adapter="codex")
+    kb.publish("schema", "users", "v2", scope="project", source_adapter="gemini-cli")
 
 
 def live_rows(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
