@@ -116,6 +116,8 @@ class Exclusion(msgspec.Struct, frozen=True, kw_only=True):
 
     position: int
     reason: str
+    source: int | UnsetType = UNSET
+    """For reason `tainted`: the source position, upstream in its lineage, that taints it."""
 
 
 class TrustSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -124,6 +126,9 @@ class TrustSettings(msgspec.Struct, frozen=True, kw_only=True):
     enabled: bool
     trusted_adapters: tuple[str, ...]
     trust_untagged: bool
+    propagate_taint: bool | UnsetType = UNSET
+    """Whether writes derived from untrusted, quarantined or mismatched sources were kept
+    out too (unset on receipts written before lineage existed: they were not)."""
 
 
 class RecallRecorded(Payload, tag="recall_recorded", frozen=True, kw_only=True):

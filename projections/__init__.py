@@ -40,6 +40,7 @@ from projections.redaction import redact_value
 from projections.sql import ScratchDatabase
 from projections.store import SQLiteMemoryStore
 from projections.tables import table_digest, table_exists, table_rows
+from projections.taint import TAINTED, taint
 from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import (
     MEMORY_TYPES,
@@ -63,6 +64,7 @@ __all__ = [
     "MEMORY_TYPES",
     "READ_MODEL_MISMATCH",
     "SCOPES",
+    "TAINTED",
     "TRUSTED",
     "AgentEntries",
     "AgentFacts",
@@ -130,6 +132,7 @@ __all__ = [
     "table_digest",
     "table_exists",
     "table_rows",
+    "taint",
     "trust_of",
     "view_at",
 ]

@@ -36,7 +36,7 @@ from projections import reads, sql
 from projections.drift import READ_MODEL_MISMATCH, unconfirmed_entries
 from projections.entries import Fact, MemoryEntry
 from projections.knowledge import fact_identity, run_key
-from projections.projector import ProjectedTransaction
+from projections.projector import ModelSnapshot, ProjectedTransaction
 from projections.prompt import (
     QUARANTINED,
     REFUSED_SCAN,
@@ -46,6 +46,7 @@ from projections.prompt import (
     recall_memory,
 )
 from projections.store import SQLiteMemoryStore
+from projections.taint import TAINTED, taint
 from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import (
     check_allow_list,
@@ -142,15 +143,20 @@ def read_facts(
     checked_scope = _scope(scope, identity)
     shown: list[Fact] = []
     passed_over: list[Exclusion] = []
-    with writable.write_transaction() as tx:
+    with writable.write_transaction() as tx, writable.snapshot() as snap:
         head = tx.head_position()
         identity_of_tag = (checked_scope, run_key(checked_scope, identity.run_id), checked_tag)
-        for current in reads.current_facts(tx, identity_of_tag, None):
-            if _reason(policy, current.source_adapter, quarantined=False) is None:
+        currents = reads.current_facts(tx, identity_of_tag, None)
+        tainted = taint(snap, [fact.position for fact in currents], policy)
+        for current in currents:
+            if (
+                _reason(policy, current.source_adapter, quarantined=False) is None
+                and current.position not in tainted
+            ):
                 shown.append(current)
                 continue
             versions = _versions(tx, (*identity_of_tag, current.key), up_to=current.position)
-            trusted, kept = _split(policy, versions, first_only=True)
+            trusted, kept = _split(policy, versions, first_only=True, snap=snap)
             shown.extend(trusted)
             passed_over.extend(kept)
         shown.sort(key=_position, reverse=True)
@@ -177,10 +183,10 @@ def read_history(
         _scope(scope, identity), identity.run_id, check_tag(tag), check_key(key)
     )
     count = None if limit is None else check_limit(limit)
-    with writable.write_transaction() as tx:
+    with writable.write_transaction() as tx, writable.snapshot() as snap:
         head = tx.head_position()
         versions = _versions(tx, identity_of_fact, up_to=head)
-        trusted, kept = _split(policy, versions, first_only=False)
+        trusted, kept = _split(policy, versions, first_only=False, snap=snap)
         facts = [_shown(fact) for fact in reversed(trusted[:count])]
         receipt = _receipt(
             tx, identity, policy, (identity_of_fact[2],), count or NO_LIMIT, head, facts, kept
@@ -227,7 +233,14 @@ def read_entries(
                 reason = _reason(policy, entry.source_adapter, quarantined=False)
                 if reason is None and unconfirmed_entries(snap, [entry]):
                     reason = READ_MODEL_MISMATCH
-                if reason is None:
+                source = (
+                    None if reason else taint(snap, [entry.position], policy).get(entry.position)
+                )
+                if source is not None:
+                    passed_over.append(
+                        Exclusion(position=entry.position, reason=TAINTED, source=source)
+                    )
+                elif reason is None:
                     shown.append(entry)
                 else:
                     passed_over.append(Exclusion(position=entry.position, reason=reason))
@@ -294,16 +307,26 @@ def _versions(
 
 
 def _split(
-    policy: MemoryTrustPolicy, versions: list[tuple[Fact, bool]], *, first_only: bool
+    policy: MemoryTrustPolicy,
+    versions: list[tuple[Fact, bool]],
+    *,
+    first_only: bool,
+    snap: ModelSnapshot,
 ) -> tuple[list[Fact], list[Exclusion]]:
     """The trusted versions (the first one only, if `first_only`) and those passed over on
-    the way, in the order given."""
+    the way, in the order given; a version tainted by a source upstream is passed over."""
     trusted: list[Fact] = []
     kept: list[Exclusion] = []
+    tainted = taint(snap, [fact.position for fact, _ in versions], policy)
     for fact, quarantined in versions:
         reason = _reason(policy, fact.source_adapter, quarantined=quarantined)
         if reason is not None:
             kept.append(Exclusion(position=fact.position, reason=reason))
+            continue
+        if fact.position in tainted:
+            kept.append(
+                Exclusion(position=fact.position, reason=TAINTED, source=tainted[fact.position])
+            )
             continue
         trusted.append(fact)
         if first_only:

@@ -75,12 +75,29 @@ TRUST_ADAPTERS = Setting(
     "",
     "comma-separated adapters the trust policy trusts",
 )
+TRUST_TAINT = Setting(
+    ("FACTLEDGER_TRUST_TAINT",),
+    "on",
+    "`0`, `false`, `no` or `off` (any case): writes derived from untrusted, quarantined or "
+    "mismatched sources are no longer kept out of prompts as `tainted`",
+)
 DEBUG = Setting(
     ("FACTLEDGER_DEBUG",),
     "off",
     "anything but `0`, `false`, `no` or `off`: the command line shows tracebacks and debug logs",
 )
-SETTINGS = (DB, DSN, TASK_ID, RUN_ID, ADAPTER, OPERATOR_KEY, TRUST_POLICY, TRUST_ADAPTERS, DEBUG)
+SETTINGS = (
+    DB,
+    DSN,
+    TASK_ID,
+    RUN_ID,
+    ADAPTER,
+    OPERATOR_KEY,
+    TRUST_POLICY,
+    TRUST_ADAPTERS,
+    TRUST_TAINT,
+    DEBUG,
+)
 """Every setting, in the order README's table lists them."""
 
 _OFF = frozenset(("0", "false", "no", "off"))
@@ -124,6 +141,11 @@ def trust_policy_enabled() -> bool:
 def trusted_adapters() -> frozenset[str]:
     """The adapters the trust policy trusts (blanks in the list are ignored)."""
     return frozenset(name.strip() for name in TRUST_ADAPTERS.value().split(",") if name.strip())
+
+
+def trust_taint() -> bool:
+    """Whether taint propagates along lineage (it does unless switched off)."""
+    return _switch(TRUST_TAINT)
 
 
 def debug() -> bool:

@@ -34,6 +34,7 @@ from projections.entries import MemoryEntry
 from projections.projector import ModelSnapshot
 from projections.reads import Candidate
 from projections.store import SQLiteMemoryStore
+from projections.taint import TAINTED, taint
 from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import check_limit, check_tags
 from projections.view import READ_ONLY, MemoryView
@@ -124,8 +125,8 @@ def recall_memory(
     trust = (policy.trust_untagged, tuple(sorted(policy.trusted_adapters)))
     with store.snapshot() as snap:
         head = snap.head().position
-        included, refused, mismatched = _checked_candidates(
-            snap, wanted, trust if policy.enabled else None, count
+        included, refused, mismatched, tainted = _checked_candidates(
+            snap, wanted, trust if policy.enabled else None, count, policy
         )
     text = render([c.entry for c in included])
     receipt = RecallRecorded(
@@ -137,6 +138,7 @@ def recall_memory(
         included=tuple(c.entry.position for c in included),
         excluded=(
             *(Exclusion(position=p, reason=READ_MODEL_MISMATCH) for p in mismatched),
+            *(Exclusion(position=p, reason=TAINTED, source=s) for p, s in tainted.items()),
             *_exclusions(refused),
         ),
         policy=policy.settings(),
@@ -156,29 +158,45 @@ def recall_memory(
 
 
 def _checked_candidates(
-    snap: ModelSnapshot, tags: tuple[str, ...], trust: tuple[bool, Sequence[str]] | None, limit: int
-) -> tuple[list[Candidate], list[Candidate], list[int]]:
+    snap: ModelSnapshot,
+    tags: tuple[str, ...],
+    trust: tuple[bool, Sequence[str]] | None,
+    limit: int,
+    policy: MemoryTrustPolicy,
+) -> tuple[list[Candidate], list[Candidate], list[int], dict[int, int]]:
     """`reads.prompt_candidates`, each included entry checked against its event in `snap`
-    first: one its event does not bear out is kept out, and the next trusted entry takes its
-    place (up to `REFUSED_SCAN` replacements). Returns the included, the refused, and the
-    positions kept out as mismatched."""
+    and its lineage first: one its event does not bear out, or one tainted by a source
+    upstream (`projections.taint`), is kept out, and the next trusted entry takes its place
+    (up to `REFUSED_SCAN` replacements). Returns the included, the refused, the positions
+    kept out as mismatched, and those kept out as tainted with their sources."""
     mismatched: list[int] = []
+    tainted: dict[int, int] = {}
     confirmed: set[int] = set()
     while True:
         included, refused = reads.prompt_candidates(
-            snap, tags=tags, trust=trust, limit=limit + len(mismatched), refused_limit=REFUSED_SCAN
+            snap,
+            tags=tags,
+            trust=trust,
+            limit=limit + len(mismatched) + len(tainted),
+            refused_limit=REFUSED_SCAN,
         )
         unchecked = [
             c.entry
             for c in included
-            if c.entry.position not in confirmed and c.entry.position not in mismatched
+            if c.entry.position not in confirmed
+            and c.entry.position not in mismatched
+            and c.entry.position not in tainted
         ]
         found = unconfirmed_entries(snap, unchecked)
-        confirmed.update(e.position for e in unchecked if e.position not in found)
+        sources = taint(snap, [e.position for e in unchecked if e.position not in found], policy)
+        confirmed.update(
+            e.position for e in unchecked if e.position not in found and e.position not in sources
+        )
         mismatched.extend(found)
-        if not found or len(mismatched) >= REFUSED_SCAN:
+        tainted.update(sources)
+        if (not found and not sources) or len(mismatched) + len(tainted) >= REFUSED_SCAN:
             kept = [c for c in included if c.entry.position in confirmed]
-            return kept[:limit], refused, mismatched
+            return kept[:limit], refused, mismatched, tainted
 
 
 def _exclusions(refused: list[Candidate]) -> tuple[Exclusion, ...]:

@@ -22,9 +22,12 @@ class MemoryTrustPolicy:
     enabled: bool = True
     trusted_adapters: frozenset[str] = field(default_factory=frozenset)
     trust_untagged: bool = True
+    propagate_taint: bool = True
+    """Whether a write derived from an event held out (untrusted, quarantined, mismatched) is
+    held out too, with the reason `tainted` (`projections.lineage`)."""
 
     def __post_init__(self) -> None:
-        for name in ("enabled", "trust_untagged"):
+        for name in ("enabled", "trust_untagged", "propagate_taint"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidTypeError(
                     f"{name} must be bool, not {type(getattr(self, name)).__name__}"
@@ -63,6 +66,7 @@ class MemoryTrustPolicy:
             enabled=self.enabled,
             trusted_adapters=tuple(sorted(self.trusted_adapters)),
             trust_untagged=self.trust_untagged,
+            propagate_taint=self.propagate_taint,
         )
 
 
@@ -72,9 +76,11 @@ def active_trust_policy() -> MemoryTrustPolicy:
     FACTLEDGER_TRUST_POLICY (else BERNSTEIN_MEMORY_TRUST_POLICY): 0/false/no/off in any case
     disables it; unset, empty or anything else leaves it on. FACTLEDGER_TRUST_ADAPTERS (else
     BERNSTEIN_MEMORY_TRUST_ADAPTERS): comma-separated adapters to trust. The precedence rule
-    is `projections.environment`'s.
+    is `projections.environment`'s. FACTLEDGER_TRUST_TAINT: 0/false/no/off switches taint
+    propagation off.
     """
     return MemoryTrustPolicy(
         enabled=environment.trust_policy_enabled(),
         trusted_adapters=environment.trusted_adapters(),
+        propagate_taint=environment.trust_taint(),
     )

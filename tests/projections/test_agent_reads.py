@@ -164,9 +164,10 @@ def test_a_receipt_records_the_read(store: SQLiteMemoryStore) -> None:
         receipt.adapter,
     )
     assert (("schema",), 0, (fact.position,)) == (receipt.tags, receipt.limit, receipt.included)
-    assert TrustSettings(enabled=True, trusted_adapters=(OWN,), trust_untagged=True) == (
-        receipt.policy
+    policy = TrustSettings(
+        enabled=True, trusted_adapters=(OWN,), trust_untagged=True, propagate_taint=True
     )
+    assert policy == receipt.policy
     assert (fact.position, read.receipt_position) == (receipt.head_position, fact.position + 1)
     assert content_hash(msgspec.json.encode(read.facts)) == receipt.rendered_hash
 

@@ -1,0 +1,76 @@
+"""Weakest-link trust: taint follows lineage (`projections.lineage`).
+
+A write with an ancestor, however far up, that the policy in force does not trust, that is
+quarantined, or whose row its event does not bear out is itself tainted, and names that
+ancestor as its source. Ancestors are judged by their events in the log (the truth), not by
+read-model rows an attacker could edit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from eventlog.logs import get_logger
+from projections import sql
+from projections.drift import READ_MODEL_MISMATCH, entry_problems
+from projections.lineage import ancestors, batched
+from projections.projector import ModelSnapshot
+from projections.reads import entry_from_row
+from projections.trust import MemoryTrustPolicy
+
+log = get_logger("factledger.projections")
+
+TAINTED = "tainted"
+"""The reason a receipt gives for a write kept out because of a source upstream of it."""
+
+
+def taint(
+    snap: ModelSnapshot, positions: Iterable[int], policy: MemoryTrustPolicy
+) -> dict[int, int]:
+    """The positions among `positions` that `policy` holds out for a source upstream, each
+    with that source (the earliest, when several): an ancestor the policy does not trust,
+    one that is quarantined, or one whose row its event does not bear out. Empty when the
+    policy does not propagate taint."""
+    if not policy.propagate_taint:
+        return {}
+    upstream = ancestors(snap, sorted(set(positions)))
+    if not upstream:
+        return {}
+    bad = _bad_sources(snap, sorted(set().union(*upstream.values())), policy)
+    return {
+        position: min(sources & bad)
+        for position, sources in sorted(upstream.items())
+        if sources & bad
+    }
+
+
+def _bad_sources(
+    snap: ModelSnapshot, sources: Sequence[int], policy: MemoryTrustPolicy
+) -> set[int]:
+    """The sources among `sources` that taint: quarantined, untrusted by their event, or
+    (an entry still shown) with a row its event does not bear out. Each event is read once."""
+    bad = {row[0] for row in batched(snap, sql.LINEAGE_QUARANTINED_AMONG, sources)}
+    rows = {row[0]: row for row in batched(snap, sql.LINEAGE_ENTRIES_AMONG, sources)}
+    head = snap.head().position
+    for position in sources:
+        if position in bad:
+            continue
+        record = next(snap.read(position - 1, position), None) if position <= head else None
+        if record is None or (policy.enabled and not _trusted(policy, record.source_adapter)):
+            bad.add(position)
+            continue
+        row = rows.get(position)
+        if row is not None:
+            problems = entry_problems(entry_from_row(row), record)
+            if problems:
+                log.error(
+                    READ_MODEL_MISMATCH, table="fl_memory", position=position, fields=list(problems)
+                )
+                bad.add(position)
+    return bad
+
+
+def _trusted(policy: MemoryTrustPolicy, adapter: str | None) -> bool:
+    if adapter is None:
+        return policy.trust_untagged
+    return adapter in policy.trusted_adapters
