@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
@@ -54,6 +54,7 @@ class LogTransaction(ReadSnapshot, Protocol):
     def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]: ...
 
 
+@runtime_checkable
 class EventLog(Protocol):
     """An append-only, hash-chained event log."""
 

@@ -87,12 +87,16 @@ class SQLiteMemoryStore(MemoryView):
             raise InvalidTypeError(f"clock_ns must be callable, not {_type_name(clock_ns)}")
         self._clock_ns = clock_ns or time.time_ns
         owned = log is None or isinstance(log, (str, os.PathLike))
-        target = db_path if log is None else log
         self._log: EventLog
-        if isinstance(target, (str, os.PathLike)):
+        if owned:
+            target = db_path if log is None else log
             self._log = open_log(target, durability=durability, clock_ns=self._clock_ns)
+        elif isinstance(log, EventLog):
+            self._log = log
         else:
-            self._log = target
+            raise InvalidTypeError(
+                f"log must be a path, a postgresql:// DSN or an EventLog, not {_type_name(log)}"
+            )
         cache = None if log is None else db_path
         resources: builtins.list[Any] = [self._log] if owned else []
         try:

@@ -487,3 +487,12 @@ def test_four_writers_on_two_hosts_and_a_tailer(tmp_path: Path, remote: Path) ->
     event_log = open_log(remote, read_only=True)
     assert verify_chain(event_log, genesis(event_log.log_id)).ok
     event_log.close()
+
+
+@pytest.mark.parametrize("log", [42, b"remote.db", object()])
+def test_a_log_that_is_not_a_log_is_refused(tmp_path: Path, log: object) -> None:
+    """`log=` takes a path, a DSN or an EventLog; anything else is a clear type error, and
+    no file is created."""
+    with pytest.raises(InvalidTypeError, match="log must be"):
+        SQLiteMemoryStore(tmp_path / "cache.db", log=log)  # type: ignore[arg-type]
+    assert [] == list(tmp_path.iterdir())
