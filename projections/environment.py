@@ -57,7 +57,8 @@ RUN_ID = Setting(
 ADAPTER = Setting(
     ("FACTLEDGER_ADAPTER", "BERNSTEIN_ADAPTER"),
     "",
-    "the source adapter stamped on the command line's writes (none: an operator write)",
+    "the source adapter stamped on the command line's writes (none: an operator write); "
+    "set, `query`, `list` and `history` read as that agent, under the trust policy",
 )
 OPERATOR_KEY = Setting(
     ("FACTLEDGER_OPERATOR_KEY",),
@@ -68,7 +69,8 @@ OPERATOR_KEY = Setting(
 TRUST_POLICY = Setting(
     ("FACTLEDGER_TRUST_POLICY", "BERNSTEIN_MEMORY_TRUST_POLICY"),
     "on",
-    "`0`, `false`, `no` or `off` (any case) switches the prompt path's trust policy off",
+    "`0`, `false`, `no` or `off` (any case) switches the trust policy off (the prompt path and "
+    "agents' reads)",
 )
 TRUST_ADAPTERS = Setting(
     ("FACTLEDGER_TRUST_ADAPTERS", "BERNSTEIN_MEMORY_TRUST_ADAPTERS"),

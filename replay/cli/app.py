@@ -20,8 +20,15 @@ from typing import Any
 import click
 import structlog
 
-from eventlog import FactledgerError, StorageError
-from projections import CrossTaskKB, SQLiteMemoryStore, environment
+from eventlog import FactledgerError, InvalidInputError, LogMissingError, StorageError, open_log
+from eventlog.checks import check_actor, check_identifier, check_optional_actor
+from projections import (
+    CrossTaskKB,
+    MemoryTrustPolicy,
+    SQLiteMemoryStore,
+    active_trust_policy,
+    environment,
+)
 from replay.cli import output
 from replay.keys import OperatorKey, read_operator_key
 from replay.operators import Actor
@@ -45,23 +52,56 @@ class Session:
             raise StorageError(f"no database at {self.db} (choose one with --db or FACTLEDGER_DB)")
         return self.db
 
-    def store(self, *, create: bool = False) -> SQLiteMemoryStore:
-        """The store, writing as the environment's actor; created only if `create`."""
-        path = self.db if create else self.existing_db()
-        return SQLiteMemoryStore(
-            path,
-            source_adapter=environment.adapter(),
-            producer_task_id=environment.task_id(),
-            run_id=environment.run_id() or None,
+    def attribution(self) -> tuple[str, str, str | None]:
+        """(task, run or '', adapter or None) from the environment, each checked under the
+        name of the variable that set it."""
+        return (
+            check_actor(environment.TASK_ID.source(), environment.task_id()),
+            check_actor(environment.RUN_ID.source(), environment.run_id(), allow_empty=True),
+            check_optional_actor(environment.ADAPTER.source(), environment.adapter()),
         )
+
+    def store(self, *, create: bool = False) -> SQLiteMemoryStore:
+        """The store, writing as the environment's actor. Only with `create` may it start a
+        new log, and then it says so on stderr; otherwise the file must hold one."""
+        task, run, adapter = self.attribution()
+        if create:
+            new = self.creates_log()
+        else:
+            open_log(self.existing_db(), read_only=True).close()
+        store = SQLiteMemoryStore(
+            self.db, source_adapter=adapter, producer_task_id=task, run_id=run or None
+        )
+        if create and new:
+            self.created_log()
+        return store
+
+    def creates_log(self) -> bool:
+        """Whether a write now would start a new log: the file holds none yet (a file that
+        holds a log's remains is refused instead)."""
+        return not _holds_log(self.db)
+
+    def created_log(self) -> None:
+        """Say on stderr that a write started a new log, so a mistyped --db is noticed."""
+        sys.stderr.write(f"{PROG}: created a new factledger log at {self.db}\n")
 
     def actor(self) -> Actor:
         """Who the command acts as: the environment's task, run and adapter."""
-        return Actor(
-            producer_task_id=environment.task_id(),
-            run_id=environment.run_id() or None,
-            source_adapter=environment.adapter(),
-        )
+        task, run, adapter = self.attribution()
+        return Actor(producer_task_id=task, run_id=run or None, source_adapter=adapter)
+
+    def needs_run(self, scope: str | None) -> None:
+        """Refuse run scope when the environment names no run."""
+        if scope == "run" and not environment.run_id():
+            raise InvalidInputError(
+                f"--scope run needs a run id: set {environment.RUN_ID.source()}"
+            )
+
+    def trust_policy(self) -> MemoryTrustPolicy:
+        """The environment's trust policy, its adapters checked under the variable's name."""
+        for name in environment.trusted_adapters():
+            check_identifier(f"an adapter in {environment.TRUST_ADAPTERS.source()}", name)
+        return active_trust_policy()
 
     def operator_key(self, given: str | None) -> OperatorKey | None:
         """The operator key from `--key`, else FACTLEDGER_OPERATOR_KEY, read now (or None)."""
@@ -70,12 +110,8 @@ class Session:
 
     def kb(self, store: SQLiteMemoryStore) -> CrossTaskKB:
         """The knowledge base over `store`, attributed from the environment."""
-        return CrossTaskKB(
-            store,
-            run_id=environment.run_id(),
-            producer_task_id=environment.task_id(),
-            source_adapter=environment.adapter(),
-        )
+        task, run, adapter = self.attribution()
+        return CrossTaskKB(store, run_id=run, producer_task_id=task, source_adapter=adapter)
 
     def emit(self, value: Any, text: str | None = None) -> None:
         """Print `value` as JSON with --json, else `text` (or `value` readably)."""
@@ -94,6 +130,17 @@ class Session:
             output.show(rows, columns)
         else:
             output.say(empty)
+
+
+def _holds_log(path: str) -> bool:
+    """Whether the file at `path` holds a factledger log (opened read-only to see)."""
+    try:
+        open_log(path, read_only=True).close()
+    except LogMissingError as exc:
+        if exc.remnants:
+            raise
+        return False
+    return True
 
 
 def fail(message: str, *, code: int = EXIT_ERROR) -> int:

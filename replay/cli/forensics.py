@@ -9,8 +9,11 @@ from typing import Any
 
 import click
 
+from eventlog import InvalidInputError
 from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
+from replay.cli.files import replacing
+from replay.cli.params import ENTRY_ID, LIMIT, NAME, POSITION
 from replay.forensics import blast_radius
 from replay.quarantine import quarantine, release
 from replay.transfer import export_log, import_legacy
@@ -19,15 +22,32 @@ from replay.transfer import export_log, import_legacy
 def suspect_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--adapter, --producer and --position: who or what is suspected."""
     command = click.option(
-        "--position", "positions", type=int, multiple=True, help="a suspect position (repeatable)"
+        "--position",
+        "positions",
+        type=ENTRY_ID,
+        multiple=True,
+        help="a suspect position (repeatable)",
     )(command)
-    command = click.option("--producer", help="the suspect producer task id")(command)
-    return click.option("--adapter", help="the suspect source adapter")(command)
+    command = click.option("--producer", callback=NAME, help="the suspect producer task id")(
+        command
+    )
+    return click.option("--adapter", callback=NAME, help="the suspect source adapter")(command)
+
+
+def needs_suspect(command: str, *given: object) -> None:
+    """Refuse a command that names no suspect."""
+    if all(value in (None, ()) for value in given):
+        raise InvalidInputError(
+            f"{command} needs a selector: at least one of --adapter, --producer and --position"
+        )
 
 
 @app.command("blast-radius")
 @suspect_options
-@click.option("--since", type=int, help="only events after this position")
+@click.option("--since", type=POSITION, help="only events after this position")
+@click.option(
+    "--limit", type=LIMIT, default=100, show_default=True, help="at most this many rows per list"
+)
 @click.option(
     "--depth", type=click.IntRange(min=1), help="follow descendants this many levels (default: all)"
 )
@@ -38,9 +58,14 @@ def blast_radius_(
     producer: str | None,
     positions: tuple[int, ...],
     since: int | None,
+    limit: int,
     depth: int | None,
 ) -> int:
-    """What a suspect wrote, what is live, and which prompts it reached."""
+    """What a suspect wrote, what is live, and which prompts it reached.
+
+    Each list shows its first --limit rows; stderr says which lists were cut.
+    """
+    needs_suspect("blast-radius", adapter, producer, positions)
     radius = blast_radius(
         session.existing_db(),
         source_adapter=adapter,
@@ -49,7 +74,9 @@ def blast_radius_(
         since_position=since,
         depth=depth,
     )
-    session.emit(radius)
+    shown, cuts = output.cut(radius, limit)
+    session.emit(shown)
+    output.note_cut(cuts)
     return EXIT_OK
 
 
@@ -75,6 +102,7 @@ def quarantine_(
     key: str | None,
 ) -> int:
     """Keep a suspect's events from every reader (the log keeps them as evidence)."""
+    needs_suspect("quarantine", adapter, producer, positions)
     position = quarantine(
         session.existing_db(),
         positions=list(positions) or None,
@@ -89,7 +117,7 @@ def quarantine_(
 
 
 @app.command("release")
-@click.argument("quarantine_position", type=int)
+@click.argument("quarantine_position", type=ENTRY_ID)
 @click.option("--reason", required=True, help="why, recorded in the log")
 @key_option
 @click.pass_obj
@@ -120,7 +148,7 @@ def export(session: Session, out: Path | None) -> int:
         with output.progress("exported") as progress:
             export_log(db, sys.stdout, progress=progress)
         return EXIT_OK
-    with out.open("w", encoding="utf-8") as stream, output.progress("exported") as progress:
+    with replacing(out) as stream, output.progress("exported") as progress:
         header = export_log(db, stream, progress=progress)
     session.emit(header, f"exported {header.events} events to {out}")
     return EXIT_OK
@@ -137,7 +165,10 @@ def import_legacy_(session: Session, path: str, key: str | None) -> int:
     fields are kept as claims, honoured only for an import signed by an operator key (or, in
     a log with no operator, an import with no adapter).
     """
+    new = session.creates_log()
     session.emit(
         import_legacy(session.db, path, actor=session.actor(), key=session.operator_key(key))
     )
+    if new:
+        session.created_log()
     return EXIT_OK

@@ -1,4 +1,9 @@
-"""History: history, blame, diff, as-of. Each opens the log read-only."""
+"""History: history, blame, diff, as-of. Each opens the log read-only.
+
+`history` shows each version's trust under the reader's policy; run by an agent (an adapter
+in FACTLEDGER_ADAPTER) it shows only the versions its policy trusts, and says on stderr how
+many it kept out, unless --all.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,15 @@ import datetime
 
 import click
 
+from eventlog import InvalidInputError
 from projections import SCOPES, CrossTaskKB, environment
+from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
-from replay.cli.memory import ENTRY_COLUMNS, FACT_COLUMNS, scope_option
+from replay.cli.memory import ENTRY_COLUMNS, FACT_COLUMNS, Reader, all_option, scope_option
+from replay.cli.params import LIMIT, NAME, POSITION, TAG
 from replay.history import blame, diff, history
 from replay.timetravel import as_of
+from replay.trusted import marked_history
 
 any_scope_option = click.option("--scope", type=click.Choice(sorted(SCOPES)), help="any if unset")
 
@@ -29,23 +38,46 @@ def time_ns(ctx: click.Context, param: click.Parameter, value: str | None) -> in
 
 
 @app.command("history")
-@click.option("--tag", help="only facts under this tag")
+@click.option("--tag", callback=TAG, help="only facts under this tag")
 @click.option("--key", help="only facts with this key")
 @any_scope_option
-@click.option("--run", help="the run of a run-scoped fact")
+@click.option("--run", callback=NAME, help="the run of a run-scoped fact")
+@click.option(
+    "--limit", type=LIMIT, default=100, show_default=True, help="show the newest this many"
+)
+@all_option
 @click.pass_obj
 def history_(
-    session: Session, tag: str | None, key: str | None, scope: str | None, run: str | None
+    session: Session,
+    tag: str | None,
+    key: str | None,
+    scope: str | None,
+    run: str | None,
+    limit: int,
+    show_all: bool,
 ) -> int:
-    """Every version of one fact or of all facts, with provenance."""
-    session.emit(history(session.existing_db(), scope=scope, tag=tag, key=key, run_id=run))
+    """Every version of one fact or of all facts, with provenance and trust.
+
+    An agent (FACTLEDGER_ADAPTER set) sees the versions its trust policy trusts, and is told
+    on stderr how many were kept out; --all shows every version. Shows the newest --limit
+    versions, and says on stderr when it cut.
+    """
+    reader = Reader(session)
+    found = history(session.existing_db(), scope=scope, tag=tag, key=key, run_id=run)
+    agent_view = reader.is_agent and not show_all
+    marked = marked_history(found, reader.policy, trusted_only=agent_view)
+    shown, cuts = output.cut(marked, limit, newest=("versions",))
+    session.emit(shown)
+    output.note_cut(cuts)
+    if agent_view:
+        reader.kept_out(marked.kept_out)
     return EXIT_OK
 
 
 @app.command("blame")
-@click.option("--tag", help="only facts under this tag")
+@click.option("--tag", callback=TAG, help="only facts under this tag")
 @any_scope_option
-@click.option("--run", help="only facts of this run")
+@click.option("--run", callback=NAME, help="only facts of this run")
 @click.pass_obj
 def blame_(session: Session, tag: str | None, scope: str | None, run: str | None) -> int:
     """Which event, producer and adapter set each current fact."""
@@ -54,27 +86,40 @@ def blame_(session: Session, tag: str | None, scope: str | None, run: str | None
 
 
 @app.command("diff")
-@click.argument("from_position", metavar="FROM", type=int)
-@click.argument("to_position", metavar="TO", type=int)
-@click.option("--tag", help="only facts under this tag")
+@click.argument("from_position", metavar="FROM", type=POSITION)
+@click.argument("to_position", metavar="TO", type=POSITION)
+@click.option("--tag", callback=TAG, help="only facts under this tag")
+@click.option(
+    "--limit", type=LIMIT, default=100, show_default=True, help="at most this many rows per list"
+)
 @click.pass_obj
-def diff_(session: Session, from_position: int, to_position: int, tag: str | None) -> int:
-    """Facts added, changed and removed between two positions."""
-    session.emit(diff(session.existing_db(), from_position, to_position, tag=tag))
+def diff_(
+    session: Session, from_position: int, to_position: int, tag: str | None, limit: int
+) -> int:
+    """Facts added, changed and removed between two positions.
+
+    Each list shows its first --limit rows; stderr says which lists were cut.
+    """
+    if from_position > to_position:
+        raise InvalidInputError(f"FROM ({from_position}) is after TO ({to_position})")
+    found = diff(session.existing_db(), from_position, to_position, tag=tag)
+    shown, cuts = output.cut(found, limit)
+    session.emit(shown)
+    output.note_cut(cuts)
     return EXIT_OK
 
 
 @app.command("as-of")
-@click.option("--position", type=int, help="the state right after this position")
+@click.option("--position", type=POSITION, help="the state right after this position")
 @click.option(
     "--at",
     metavar="TIME",
     callback=time_ns,
     help="the state at this time (ISO 8601 or nanoseconds)",
 )
-@click.option("--tag", help="show the facts under this tag (else memory entries)")
+@click.option("--tag", callback=TAG, help="show the facts under this tag (else memory entries)")
 @scope_option
-@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--limit", type=LIMIT, default=20, show_default=True)
 @click.pass_obj
 def as_of_(
     session: Session,

@@ -1,32 +1,113 @@
-"""Memory and facts: share, query, add, list, remove."""
+"""Memory and facts: share, query, add, list, remove.
+
+`add` and `share` take their text as an argument, as `-` (standard input) or with --file.
+Reads by an agent (an adapter in FACTLEDGER_ADAPTER) show what its trust policy trusts, with
+its own adapter's writes, each read receipted, and say on stderr how many rows they kept
+out; with --all they show every row. An operator (no adapter) sees every row. Every row
+shown is marked with its trust under the reader's policy.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 import msgspec
 
-from eventlog import InvalidInputError
-from projections import SCOPES, Fact, environment, redact_value
+from eventlog import MAX_CONTENT_BYTES, InvalidInputError
+from eventlog.checks import MAX_POSITION
+from projections import (
+    MEMORY_TYPES,
+    SCOPES,
+    AgentIdentity,
+    Fact,
+    MemoryTrustPolicy,
+    environment,
+    policy_for,
+    read_entries,
+    read_facts,
+    redact_value,
+    trust_of,
+)
+from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
+from replay.cli.files import STDIN, read_text
+from replay.cli.params import ACTOR, ENTRY_ID, LIMIT, NAME, TAG
 
 FACT_COLUMNS = ("key", "value", "producer_task_id", "source_adapter", "position", "ts_ns")
 ENTRY_COLUMNS = ("id", "type", "tags", "content", "source_adapter", "task_id", "created_at")
+TRUST = "trust"
 
 scope_option = click.option(
     "--scope", type=click.Choice(sorted(SCOPES)), default="project", show_default=True
 )
+file_option = click.option(
+    "--file", "path", metavar="PATH", help="read the text from this file ('-': standard input)"
+)
+all_option = click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="show every row, each marked with its trust (an agent sees only trusted rows without)",
+)
+
+
+def text_of(given: str | None, path: str | None, what: str) -> str:
+    """The text to write: `given` (or standard input for '-'), else the file at `path`;
+    empty or whitespace-only text is refused."""
+    if (given is None) == (path is None):
+        raise click.UsageError(f"give the {what}, '-' to read it from standard input, or --file")
+    if path is not None or given == STDIN:
+        text = read_text(path or STDIN, what, max_bytes=MAX_CONTENT_BYTES)
+    else:
+        assert given is not None
+        text = given
+    if not text.strip():
+        raise InvalidInputError(f"the {what} is empty or only whitespace; nothing was written")
+    return text
+
+
+class Reader:
+    """Who reads, and under which policy: an agent when the environment names an adapter."""
+
+    def __init__(self, session: Session) -> None:
+        task, run, adapter = session.attribution()
+        self.identity = AgentIdentity(task_id=task, run_id=run, adapter=adapter)
+        self.is_agent = adapter is not None
+        self.policy: MemoryTrustPolicy = policy_for(self.identity, session.trust_policy())
+
+    def marked(self, rows: list[Any]) -> list[dict[str, Any]]:
+        """Each row as a dict of every field, with its trust under this reader's policy."""
+        return [
+            {**msgspec.structs.asdict(row), TRUST: trust_of(self.policy, row.source_adapter)}
+            for row in rows
+        ]
+
+    def kept_out(self, count: int) -> None:
+        """Say on stderr how many rows an agent's read kept out."""
+        rows = "row" if count == 1 else "rows"
+        output.note(
+            f"kept out {count} {rows} the trust policy does not trust for adapter "
+            f"{self.identity.adapter} ({environment.TRUST_ADAPTERS.source()} names the "
+            "adapters it trusts; --all shows every row, marked)"
+        )
 
 
 @app.command("share")
 @click.argument("key")
-@click.argument("value")
-@click.option("--tag", required=True, help="the fact's tag")
+@click.argument("value", required=False)
+@click.option("--tag", required=True, callback=TAG, help="the fact's tag")
 @scope_option
+@file_option
 @click.pass_obj
-def share(session: Session, key: str, value: str, tag: str, scope: str) -> int:
-    """Publish a fact under a tag and key."""
+def share(
+    session: Session, key: str, value: str | None, tag: str, scope: str, path: str | None
+) -> int:
+    """Publish a fact under a tag and key: VALUE, '-' (standard input) or --file PATH."""
+    text = text_of(value, path, "value")
+    session.needs_run(scope)
     with session.store(create=True) as store:
-        fact = session.kb(store).publish(tag, key, value, scope=scope)
+        fact = session.kb(store).publish(tag, key, text, scope=scope)
     session.emit(
         fact,
         f"published {fact.tag}/{fact.key} ({fact.scope}) at position {fact.position} "
@@ -37,16 +118,33 @@ def share(session: Session, key: str, value: str, tag: str, scope: str) -> int:
 
 
 @app.command("query")
-@click.option("--tag", required=True, help="the tag to read")
+@click.option("--tag", required=True, callback=TAG, help="the tag to read")
 @scope_option
 @click.option("--raw", is_flag=True, help="print stored values verbatim")
+@all_option
 @click.pass_obj
-def query(session: Session, tag: str, scope: str, raw: bool) -> int:
-    """Show the current facts under a tag (redacted unless --raw)."""
+def query(session: Session, tag: str, scope: str, raw: bool, show_all: bool) -> int:
+    """Show the current facts under a tag (redacted unless --raw), each with its trust.
+
+    An agent (FACTLEDGER_ADAPTER set) sees each key's newest version its trust policy
+    trusts, and is told on stderr how many versions were kept out; --all shows the current
+    versions whatever wrote them.
+    """
+    session.needs_run(scope)
+    reader = Reader(session)
     with session.store() as store:
-        facts = list(session.kb(store).subscribe(tag, scope=scope))
+        if reader.is_agent and not show_all:
+            read = read_facts(
+                store, reader.identity, tag, scope=scope, trust_policy=reader.policy, escape=False
+            )
+            facts, kept_out = read.facts, read.kept_out
+        else:
+            facts, kept_out = list(session.kb(store).subscribe(tag, scope=scope)), None
     shown = facts if raw else [_redacted(fact) for fact in facts]
-    session.emit_rows(shown, FACT_COLUMNS, f"no facts under tag {tag!r} ({scope} scope)")
+    rows = reader.marked(shown)
+    session.emit_rows(rows, (*FACT_COLUMNS, TRUST), f"no facts under tag {tag!r} ({scope} scope)")
+    if kept_out is not None:
+        reader.kept_out(kept_out)
     return EXIT_OK
 
 
@@ -55,34 +153,57 @@ def _redacted(fact: Fact) -> Fact:
 
 
 @app.command("add")
-@click.argument("content")
-@click.option("--type", "type_", default="convention", show_default=True, help="memory type")
-@click.option("--tag", "tags", multiple=True, help="a tag (repeat for more)")
+@click.argument("content", required=False)
+@click.option(
+    "--type",
+    "type_",
+    type=click.Choice(sorted(MEMORY_TYPES)),
+    default="convention",
+    show_default=True,
+    help="memory type",
+)
+@click.option("--tag", "tags", multiple=True, callback=TAG, help="a tag (repeat for more)")
 @click.option("--importance", type=float, default=1.0, show_default=True, help="0.0 to 1.0")
-@click.option("--task-id", help="default: the task id from the environment")
+@click.option(
+    "--task-id",
+    callback=ACTOR,
+    help="default: the task id from the environment (FACTLEDGER_TASK_ID)",
+)
+@file_option
 @click.pass_obj
 def add(
     session: Session,
-    content: str,
+    content: str | None,
     type_: str,
     tags: tuple[str, ...],
     importance: float,
     task_id: str | None,
+    path: str | None,
 ) -> int:
-    """Add a memory entry."""
+    """Add a memory entry: CONTENT, '-' (standard input) or --file PATH."""
+    text = text_of(content, path, "content")
     with session.store(create=True) as store:
         entry_id = store.add(
-            type_, content, list(tags), importance, task_id or environment.task_id()
+            type_, text, list(tags), importance, task_id or session.attribution()[0]
         )
     session.emit({"id": entry_id}, f"added memory entry #{entry_id}")
     return EXIT_OK
 
 
 @app.command("list")
-@click.option("--type", "type_", help="only entries of this type")
-@click.option("--tag", "tags", multiple=True, help="only entries with this tag (repeatable)")
-@click.option("--limit", type=int, default=20, show_default=True)
-@click.option("--adapter", "adapters", multiple=True, help="read only these adapters' entries")
+@click.option("--type", "type_", type=click.Choice(sorted(MEMORY_TYPES)), help="only this type")
+@click.option(
+    "--tag", "tags", multiple=True, callback=TAG, help="only entries with this tag (repeatable)"
+)
+@click.option("--limit", type=LIMIT, default=20, show_default=True, help="at most this many")
+@click.option(
+    "--adapter",
+    "adapters",
+    multiple=True,
+    callback=NAME,
+    help="read only these adapters' entries (repeatable)",
+)
+@all_option
 @click.pass_obj
 def list_(
     session: Session,
@@ -90,21 +211,47 @@ def list_(
     tags: tuple[str, ...],
     limit: int,
     adapters: tuple[str, ...],
+    show_all: bool,
 ) -> int:
-    """List visible memory entries, newest first."""
+    """List visible memory entries, newest first, each with its trust.
+
+    An agent (FACTLEDGER_ADAPTER set) sees the entries its trust policy trusts, and is told
+    on stderr how many newer ones were kept out; --all shows every entry. Says on stderr
+    when --limit cut the list.
+    """
+    reader = Reader(session)
+    allowed = list(adapters) or None
     with session.store() as store:
-        entries = store.query(
-            type=type_,
-            tags=list(tags) or None,
-            limit=limit,
-            read_only_from_adapters=list(adapters) or None,
-        )
-    session.emit_rows(entries, ENTRY_COLUMNS, "no entries")
+        if reader.is_agent and not show_all:
+            read = read_entries(
+                store,
+                reader.identity,
+                type=type_,
+                tags=list(tags),
+                limit=limit,
+                adapters=allowed,
+                trust_policy=reader.policy,
+                escape=False,
+            )
+            entries, more, kept_out = read.entries, read.more, read.kept_out
+        else:
+            found = store.query(
+                type=type_,
+                tags=list(tags) or None,
+                limit=min(limit + 1, MAX_POSITION),
+                read_only_from_adapters=allowed,
+            )
+            entries, more, kept_out = found[:limit], len(found) > limit, None
+    session.emit_rows(reader.marked(entries), (*ENTRY_COLUMNS, TRUST), "no entries")
+    if more:
+        output.note(f"showing the newest {limit} entries; older ones match (--limit N shows more)")
+    if kept_out is not None:
+        reader.kept_out(kept_out)
     return EXIT_OK
 
 
 @app.command("remove")
-@click.argument("entry_id", metavar="ID", type=int)
+@click.argument("entry_id", metavar="ID", type=ENTRY_ID)
 @click.pass_obj
 def remove(session: Session, entry_id: int) -> int:
     """Stop showing a memory entry (the log keeps it)."""

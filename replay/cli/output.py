@@ -16,7 +16,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import msgspec
 from rich.cells import cell_len
@@ -70,6 +70,35 @@ def show_json(value: Any) -> None:
 def say(message: str) -> None:
     """Print a message to standard output as it is (invisible characters escaped)."""
     sys.stdout.write(escape_invisible(message) + "\n")
+
+
+def note(message: str) -> None:
+    """Tell the reader something about the output, on stderr (never mixed into results)."""
+    sys.stderr.write(f"factledger: {cell(message)}\n")
+
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+def cut(value: S, limit: int, *, newest: Sequence[str] = ()) -> tuple[S, list[str]]:
+    """`value` with each of its list fields cut to `limit` items (the last ones for the
+    fields named in `newest`, else the first), and `'<shown> of <all> <field>'` for each list
+    that was cut."""
+    changes: dict[str, Any] = {}
+    cuts: list[str] = []
+    for name in value.__struct_fields__:
+        items = getattr(value, name)
+        if isinstance(items, list) and len(items) > limit:
+            changes[name] = items[-limit:] if name in newest else items[:limit]
+            which = "newest" if name in newest else "first"
+            cuts.append(f"the {which} {limit} of {len(items)} {name}")
+    return msgspec.structs.replace(value, **changes), cuts
+
+
+def note_cut(cuts: Sequence[str]) -> None:
+    """Say on stderr which lists `cut` shortened, and how to see more."""
+    if cuts:
+        note(f"showing {', '.join(cuts)} (--limit N shows more)")
 
 
 def console(stream: TextIO, *, width: int | None = None) -> Console:

@@ -75,7 +75,7 @@ def test_run_scope_uses_the_run_from_the_environment(
     """--scope run needs a run id; facts are seen only within that run."""
     failed = cli("share", "k", "v", "--tag", "t", "--scope", "run")
     assert (1, "") == (failed.code, failed.out)
-    assert "run_id" in failed.err
+    assert "--scope run needs a run id: set FACTLEDGER_RUN_ID" in failed.err
     monkeypatch.setenv("FACTLEDGER_RUN_ID", "run-a")
     cli("share", "k", "in a", "--tag", "t", "--scope", "run")
     monkeypatch.setenv("FACTLEDGER_RUN_ID", "run-b")
@@ -110,14 +110,14 @@ def test_add_list_remove(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
         (("share", "", "v", "--tag", "t"), "key"),
         (("share", "k", "v"), "--tag"),
         (("share", "k", "v", "--tag", "t", "--scope", "galaxy"), "'galaxy' is not one of"),
-        (("add", "x", "--type", "gossip"), "unknown memory type"),
+        (("add", "x", "--type", "gossip"), "'gossip' is not one of 'convention', 'cross_task'"),
         (("add", "x", "--tag", "%"), None),
         (("add", "x", "--importance", "2"), "between 0.0 and 1.0"),
         (("add", "x", "--importance", "high"), "'high' is not a valid float"),
         (("list", "--limit", "0"), "at least 1"),
         (("remove", "abc"), "'abc' is not a valid integer"),
-        (("remove", "0"), "entry_id"),
-        (("quarantine", "--reason", "r"), "at least one selector"),
+        (("remove", "0"), "Invalid value for 'ID': must be at least 1, got 0"),
+        (("quarantine", "--reason", "r"), "at least one of --adapter, --producer and --position"),
         (("release", "1", "--reason", "r"), "not a quarantine"),
         (("blast-radius",), "needs a selector"),
         (("frobnicate",), "No such command 'frobnicate'"),
@@ -225,7 +225,10 @@ def test_console_script_and_python_m_replay(tmp_path: Path) -> None:
     db = str(tmp_path / "p.db")
     script = Path(sys.executable).with_name("factledger")
     shared = _run(str(script), "share", "k", "v", "--tag", "t", "--db", db)
-    assert (0, "") == (shared.returncode, shared.stderr)
+    assert (0, f"factledger: created a new factledger log at {db}\n") == (
+        shared.returncode,
+        shared.stderr,
+    )
     queried = _run(sys.executable, "-m", "replay", "query", "--tag", "t", "--db", db, "--json")
     assert 0 == queried.returncode and '"value": "v"' in queried.stdout
     bad = _run(sys.executable, "-m", "replay", "share", "k", "v", "--tag", "a,b", "--db", db)
