@@ -88,7 +88,7 @@ class SQLiteMemoryStore(MemoryView):
         self._clock_ns = clock_ns or time.time_ns
         owned = log is None or isinstance(log, (str, os.PathLike))
         self._log: EventLog
-        if owned:
+        if log is None or isinstance(log, (str, os.PathLike)):
             target = db_path if log is None else log
             self._log = open_log(target, durability=durability, clock_ns=self._clock_ns)
         elif isinstance(log, EventLog):
