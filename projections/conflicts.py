@@ -118,18 +118,8 @@ def held_matching(
     run_id: str | None = None,
 ) -> list[Row]:
     """Held versions matching every given filter, oldest first (columns `sql.HELD_COLUMNS`)."""
-    given = [
-        (fragment, value)
-        for fragment, value in (
-            (sql.FACT_FILTER_SCOPE, scope),
-            (sql.FACT_FILTER_TAG, tag),
-            (sql.FACT_FILTER_KEY, key),
-            (sql.FACT_FILTER_RUN, run_id),
-        )
-        if value is not None
-    ]
-    statement = sql.HELD_MATCHING.format(filters="".join(f for f, _ in given))
-    return db.execute(statement, [v for _, v in given])
+    filters, params = sql.fact_filters(scope, tag, key, run_id)
+    return db.execute(sql.HELD_MATCHING.format(filters=filters), params)
 
 
 def policies(db: Readable) -> list[Row]:

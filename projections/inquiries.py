@@ -25,7 +25,7 @@ def fact_versions(
     """Fact versions matching every given filter, oldest first: (position, ts_ns, scope, run_id,
     tag, key, value, content_hash, producer_task_id, source_adapter, replaced_position,
     quarantined, is_current)."""
-    filters, params = _fact_filters(scope, tag, key, run_id)
+    filters, params = sql.fact_filters(scope, tag, key, run_id)
     return db.execute(sql.FACT_VERSIONS.format(filters=filters), params)
 
 
@@ -34,7 +34,7 @@ def fact_blame(
 ) -> list[Row]:
     """Current fact versions by identity: (scope, run_key, tag, key, value, position, ts_ns,
     producer_task_id, source_adapter, earlier version count)."""
-    filters, params = _fact_filters(scope, tag, None, run_id)
+    filters, params = sql.fact_filters(scope, tag, None, run_id)
     return db.execute(sql.FACT_BLAME.format(filters=filters), params)
 
 
@@ -114,22 +114,6 @@ def replaced_later(db: Readable, positions: Sequence[int]) -> list[Row]:
     """The next version after each fact version at `positions`: (position, scope, run_id, tag,
     key, next position, its producer, its adapter)."""
     return _over_positions(db, sql.FORENSIC_NEXT_VERSIONS, positions)
-
-
-def _fact_filters(
-    scope: str | None, tag: str | None, key: str | None, run_id: str | None
-) -> tuple[str, list[object]]:
-    given = [
-        (fragment, value)
-        for fragment, value in (
-            (sql.FACT_FILTER_SCOPE, scope),
-            (sql.FACT_FILTER_TAG, tag),
-            (sql.FACT_FILTER_KEY, key),
-            (sql.FACT_FILTER_RUN, run_id),
-        )
-        if value is not None
-    ]
-    return "".join(f for f, _ in given), [v for _, v in given]
 
 
 def _over_positions(db: Readable, statement: str, positions: Sequence[int]) -> list[Row]:

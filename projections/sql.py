@@ -44,7 +44,6 @@ TABLE_DROP = "DROP TABLE IF EXISTS {table}"
 CHECKPOINT_ADVANCE = (
     "UPDATE fl_projector_checkpoint SET position = ?, chain_hash = ? WHERE name = ?"
 )
-
 CHECKPOINT_ROWS = "SELECT name, version, position, chain_hash FROM fl_projector_checkpoint"
 
 # -- a host's cache of a log held elsewhere -------------------------------------------------
@@ -429,6 +428,25 @@ FACT_FILTER_SCOPE = " AND f.scope = ?"
 FACT_FILTER_TAG = " AND f.tag = ?"
 FACT_FILTER_KEY = " AND f.key = ?"
 FACT_FILTER_RUN = " AND f.run_id = ?"
+
+
+def fact_filters(
+    scope: str | None, tag: str | None, key: str | None, run_id: str | None
+) -> tuple[str, list[object]]:
+    """The `{filters}` of a fact query for every filter given, and their bound values."""
+    given = [
+        (fragment, value)
+        for fragment, value in (
+            (FACT_FILTER_SCOPE, scope),
+            (FACT_FILTER_TAG, tag),
+            (FACT_FILTER_KEY, key),
+            (FACT_FILTER_RUN, run_id),
+        )
+        if value is not None
+    ]
+    return "".join(f for f, _ in given), [v for _, v in given]
+
+
 QUARANTINE_MATCH_POSITIONS = (" AND id IN ({marks})", " AND position IN ({marks})")
 QUARANTINE_MATCH_PRODUCER = (" AND producer_task_id = ?", " AND producer_task_id = ?")
 QUARANTINE_MATCH_ADAPTER = (" AND source_adapter = ?", " AND source_adapter = ?")

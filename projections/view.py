@@ -89,6 +89,7 @@ class MemoryView:
         source_agent: str = "",
         source_model: str = "",
         source_adapter: str | None = None,
+        derived_from: Sequence[int] | None = None,
     ) -> int:
         """Refused: a view writes nothing."""
         raise ReadOnlyStoreError(READ_ONLY)
