@@ -335,8 +335,10 @@ def build_server(
     identity: AgentIdentity,
     *,
     trust_policy: MemoryTrustPolicy | None = None,
+    log: str | None = None,
 ) -> MCPServer[AgentSession]:
-    """An MCP server whose tools read and write `db_path` as `identity`.
+    """An MCP server whose tools read and write `db_path` as `identity`; given `log` (a
+    `postgresql://` DSN), they write that log and `db_path` is this host's cache of it.
 
     Each connection opens its own store when it starts and closes it when it ends. Reads use
     `trust_policy`, or the environment's (`active_trust_policy`, read at each call), with the
@@ -347,7 +349,7 @@ def build_server(
 
     @asynccontextmanager
     async def connection(server: MCPServer[AgentSession]) -> AsyncIterator[AgentSession]:
-        with SQLiteMemoryStore(db_path, source_adapter=identity.adapter) as store:
+        with SQLiteMemoryStore(db_path, log=log, source_adapter=identity.adapter) as store:
             kb = CrossTaskKB(
                 store,
                 run_id=identity.run_id,

@@ -47,9 +47,10 @@ def mcp(session: Session, adapter: str | None, task_id: str, run_id: str, operat
         if (exc.name or "").split(".")[0] not in SDK_MODULES:
             raise
         raise click.ClickException(INSTALL_HINT) from None
-    existed = Path(session.db).exists()
-    SQLiteMemoryStore(session.db, source_adapter=identity.adapter).close()
+    dsn = session.log_dsn()
+    existed = dsn is not None or Path(session.db).exists()
+    SQLiteMemoryStore(session.db, log=dsn, source_adapter=identity.adapter).close()
     if not existed:
         sys.stderr.write(f"factledger: created a new factledger log at {session.db}\n")
-    build_server(session.db, identity).run("stdio")
+    build_server(session.db, identity, log=dsn).run("stdio")
     return EXIT_OK

@@ -35,22 +35,63 @@ from replay.operators import Actor
 
 EXIT_OK, EXIT_ERROR, EXIT_TAMPERED, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 PROG = "factledger"
-DB_HELP = f"database path (default: $FACTLEDGER_DB, else {environment.DB.default})"
+DB_HELP = (
+    f"database path (default: $FACTLEDGER_DB, else {environment.DB.default}); "
+    "with --dsn, this host's cache of the log"
+)
+DSN_HELP = (
+    "the log in PostgreSQL, postgresql://... (default: $FACTLEDGER_DSN); "
+    "--db then names this host's read-model cache"
+)
+DSN_SCHEMES = ("postgresql://", "postgres://")
 
 
 @dataclass(frozen=True)
 class Session:
-    """What every command is given besides its own arguments: `--db` and `--json`, from
-    before or after the command's name (after wins), and the environment's attribution."""
+    """What every command is given besides its own arguments: `--db`, `--dsn` and `--json`,
+    from before or after the command's name (after wins), and the environment's attribution.
+
+    Without a DSN, `db` is the file holding the log and its read model. With one, the log is
+    in PostgreSQL and `db` is this host's cache of it: writes append to the log through the
+    cache, reads read the cache caught up, and audits read the log (and the cache where they
+    take one)."""
 
     db: str
     as_json: bool
+    dsn: str | None = None
 
     def existing_db(self) -> str:
         """The database path, which must exist: reading never creates a database."""
         if not Path(self.db).exists():
             raise StorageError(f"no database at {self.db} (choose one with --db or FACTLEDGER_DB)")
         return self.db
+
+    def log(self) -> str:
+        """Where the log is, for the library's audit and operator functions: the DSN, else
+        the database file, which must exist."""
+        dsn = self.log_dsn()
+        return dsn if dsn is not None else self.existing_db()
+
+    def log_dsn(self) -> str | None:
+        """The DSN of the log in PostgreSQL, checked, or None for a log in the `db` file."""
+        if self.dsn is not None and not self.dsn.startswith(DSN_SCHEMES):
+            raise click.UsageError(
+                f"--dsn (or {environment.DSN.source()}) must be a postgresql:// URI, "
+                "not a file: give a file with --db"
+            )
+        return self.dsn
+
+    def cache(self) -> str | None:
+        """This host's cache for functions that take `cache=`: `db` with a DSN, else None
+        (the read model is in the log's own file)."""
+        return self.db if self.dsn is not None else None
+
+    def needs_dsn(self) -> str:
+        """The DSN, which this command cannot do without."""
+        dsn = self.log_dsn()
+        if dsn is None:
+            raise click.UsageError(f"give --dsn postgresql://... or set {environment.DSN.source()}")
+        return dsn
 
     def attribution(self) -> tuple[str, str, str | None]:
         """(task, run or '', adapter or None) from the environment, each checked under the
@@ -65,6 +106,17 @@ class Session:
         """The store, writing as the environment's actor. Only with `create` may it start a
         new log, and then it says so on stderr; otherwise the file must hold one."""
         task, run, adapter = self.attribution()
+        dsn = self.log_dsn()
+        if dsn is not None:
+            if not create:
+                open_log(dsn, read_only=True).close()
+            return SQLiteMemoryStore(
+                self.db,
+                log=dsn,
+                source_adapter=adapter,
+                producer_task_id=task,
+                run_id=run or None,
+            )
         if create:
             new = self.creates_log()
         else:
@@ -78,8 +130,9 @@ class Session:
 
     def creates_log(self) -> bool:
         """Whether a write now would start a new log: the file holds none yet (a file that
-        holds a log's remains is refused instead)."""
-        return not _holds_log(self.db)
+        holds a log's remains is refused instead). A log in PostgreSQL is made by `pg init`
+        (or by the first write of a role that may create tables), and not reported here."""
+        return self.dsn is None and not _holds_log(self.db)
 
     def created_log(self) -> None:
         """Say on stderr that a write started a new log, so a mistyped --db is noticed."""
@@ -151,25 +204,30 @@ def fail(message: str, *, code: int = EXIT_ERROR) -> int:
 
 
 def shared_options() -> list[click.Parameter]:
-    """--db and --json, which the group and every command take."""
+    """--db, --dsn and --json, which the group and every command take."""
     return [
         click.Option(["--db"], metavar="PATH", help=DB_HELP),
+        click.Option(["--dsn"], metavar="DSN", help=DSN_HELP),
         click.Option(["--json", "as_json"], is_flag=True, help="print machine-readable JSON"),
     ]
 
 
 class _Command(click.Command):
-    """A command that takes --db and --json after its name too, and whose summary in the
-    command list is its help's first paragraph, whole."""
+    """A command that takes --db, --dsn and --json after its name too, and whose summary in
+    the command list is its help's first paragraph, whole."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.params += shared_options()
 
     def invoke(self, ctx: click.Context) -> Any:
-        before = ctx.find_object(Session) or Session(environment.db_path(), as_json=False)
-        db, as_json = ctx.params.pop("db"), ctx.params.pop("as_json")
-        ctx.obj = replace(before, db=db or before.db, as_json=as_json or before.as_json)
+        before = ctx.find_object(Session) or Session(
+            environment.db_path(), as_json=False, dsn=environment.dsn()
+        )
+        db, dsn, as_json = ctx.params.pop("db"), ctx.params.pop("dsn"), ctx.params.pop("as_json")
+        ctx.obj = replace(
+            before, db=db or before.db, dsn=dsn or before.dsn, as_json=as_json or before.as_json
+        )
         return super().invoke(ctx)
 
     def get_short_help_str(self, limit: int = 45) -> str:
@@ -217,19 +275,20 @@ def _version() -> str:
     cls=_Group,
     params=shared_options(),
     context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="Every command takes --db PATH and --json, before or after its name. "
+    epilog="Every command takes --db PATH, --dsn DSN and --json, before or after its name. "
     "`factledger COMMAND --help` describes one command.",
 )
 @click.version_option(_version(), "--version", prog_name=PROG, message="%(prog)s %(version)s")
 @click.pass_context
-def app(ctx: click.Context, db: str | None, as_json: bool) -> None:
+def app(ctx: click.Context, db: str | None, dsn: str | None, as_json: bool) -> None:
     """Shared agent memory on an append-only, hash-chained log: who wrote every byte, every
     version, and the audit trail behind every prompt. New here? Run `factledger demo`.
 
     Writes are attributed from the environment (FACTLEDGER_TASK_ID, FACTLEDGER_RUN_ID,
-    FACTLEDGER_ADAPTER; README lists every variable).
+    FACTLEDGER_ADAPTER; README lists every variable). With --dsn (or FACTLEDGER_DSN) the
+    log is in PostgreSQL and --db names this host's cache of it.
     """
-    ctx.obj = Session(db=db or environment.db_path(), as_json=as_json)
+    ctx.obj = Session(db=db or environment.db_path(), as_json=as_json, dsn=dsn or environment.dsn())
 
 
 @contextlib.contextmanager

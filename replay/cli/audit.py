@@ -61,7 +61,7 @@ def verify_(session: Session, taken: str | None, pub: str | None, deep: bool) ->
                 f"the checkpoint carries no valid signature by the key in {pub}",
                 code=EXIT_TAMPERED,
             )
-    db = session.db if held is not None else session.existing_db()
+    db = session.log_dsn() or (session.db if held is not None else session.existing_db())
     with output.progress("verified") as progress:
         report = verify(db, checkpoint=held, progress=progress, deep=deep)
     session.emit(report)
@@ -80,7 +80,7 @@ def verify_(session: Session, taken: str | None, pub: str | None, deep: bool) ->
 @click.pass_obj
 def checkpoint_(session: Session, key: str | None, out: Path | None) -> int:
     """Take a checkpoint to keep outside the database (a signed note with --key)."""
-    taken = checkpoint(session.existing_db(), key=session.operator_key(key))
+    taken = checkpoint(session.log(), key=session.operator_key(key))
     if out is not None:
         with replacing(out) as stream:
             stream.write(str(taken))
@@ -116,7 +116,7 @@ def keygen(session: Session, path: str, name: str | None) -> int:
 def prove(session: Session, position: int, taken: str) -> int:
     """Prove that an event is in the log a checkpoint describes."""
     held = read_checkpoint(taken)
-    proof = prove_inclusion(session.existing_db(), position, held)
+    proof = prove_inclusion(session.log(), position, held)
     if not verify_inclusion(proof, proof.leaf_hash, held):
         raise StorageError(f"the proof for position {position} does not verify")
     session.emit(proof)
@@ -129,6 +129,6 @@ def prove(session: Session, position: int, taken: str) -> int:
 def rebuild_(session: Session, swap: bool) -> int:
     """Refold every projection from the log and compare (exit 2 on a mismatch), or --swap."""
     with output.progress("rebuilt") as progress:
-        report = rebuild(session.existing_db(), swap=swap, progress=progress)
+        report = rebuild(session.log(), swap=swap, progress=progress, cache=session.cache())
     session.emit(report)
     return EXIT_OK if report.matches or swap else EXIT_TAMPERED

@@ -34,7 +34,7 @@ def policy_set(
     never current) or hold (pending until approve or reject). Signed once the log has an
     operator."""
     position = set_conflict_policy(
-        session.existing_db(),
+        session.log(),
         tag,
         on_conflict,
         scope=scope,
@@ -51,9 +51,7 @@ def policy_set(
 @click.pass_obj
 def approve_(session: Session, position: int, key: str | None) -> int:
     """Approve a held fact version: it becomes current unless a later version already is."""
-    done = approve(
-        session.existing_db(), position, actor=session.actor(), key=session.operator_key(key)
-    )
+    done = approve(session.log(), position, actor=session.actor(), key=session.operator_key(key))
     session.emit({"approval_position": done}, f"approval recorded at position {done}")
     return EXIT_OK
 
@@ -66,7 +64,7 @@ def approve_(session: Session, position: int, key: str | None) -> int:
 def reject_(session: Session, position: int, reason: str, key: str | None) -> int:
     """Reject a held fact version: it never becomes current (history keeps it)."""
     done = reject(
-        session.existing_db(),
+        session.log(),
         position,
         reason=reason,
         actor=session.actor(),

@@ -67,12 +67,13 @@ def blast_radius_(
     """
     needs_suspect("blast-radius", adapter, producer, positions)
     radius = blast_radius(
-        session.existing_db(),
+        session.log(),
         source_adapter=adapter,
         producer_task_id=producer,
         positions=list(positions) or None,
         since_position=since,
         depth=depth,
+        cache=session.cache(),
     )
     shown, cuts = output.cut(radius, limit)
     session.emit(shown)
@@ -104,7 +105,7 @@ def quarantine_(
     """Keep a suspect's events from every reader (the log keeps them as evidence)."""
     needs_suspect("quarantine", adapter, producer, positions)
     position = quarantine(
-        session.existing_db(),
+        session.log(),
         positions=list(positions) or None,
         producer_task_id=producer,
         source_adapter=adapter,
@@ -124,7 +125,7 @@ def quarantine_(
 def release_(session: Session, quarantine_position: int, reason: str, key: str | None) -> int:
     """Undo a quarantine."""
     position = release(
-        session.existing_db(),
+        session.log(),
         quarantine_position,
         reason=reason,
         actor=session.actor(),
@@ -143,7 +144,7 @@ def release_(session: Session, quarantine_position: int, reason: str, key: str |
 @click.pass_obj
 def export(session: Session, out: Path | None) -> int:
     """Write the raw log as JSON Lines, verifiable offline."""
-    db = session.existing_db()
+    db = session.log()
     if out is None:
         with output.progress("exported") as progress:
             export_log(db, sys.stdout, progress=progress)
@@ -167,7 +168,12 @@ def import_legacy_(session: Session, path: str, key: str | None) -> int:
     """
     new = session.creates_log()
     session.emit(
-        import_legacy(session.db, path, actor=session.actor(), key=session.operator_key(key))
+        import_legacy(
+            session.log_dsn() or session.db,
+            path,
+            actor=session.actor(),
+            key=session.operator_key(key),
+        )
     )
     if new:
         session.created_log()

@@ -63,7 +63,7 @@ def history_(
     versions, and says on stderr when it cut.
     """
     reader = Reader(session)
-    found = history(session.existing_db(), scope=scope, tag=tag, key=key, run_id=run)
+    found = history(session.log(), scope=scope, tag=tag, key=key, run_id=run, cache=session.cache())
     agent_view = reader.is_agent and not show_all
     marked = marked_history(found, reader.policy, trusted_only=agent_view)
     shown, cuts = output.cut(marked, limit, newest=("versions",))
@@ -81,7 +81,7 @@ def history_(
 @click.pass_obj
 def blame_(session: Session, tag: str | None, scope: str | None, run: str | None) -> int:
     """Which event, producer and adapter set each current fact."""
-    session.emit(blame(session.existing_db(), scope=scope, tag=tag, run_id=run))
+    session.emit(blame(session.log(), scope=scope, tag=tag, run_id=run, cache=session.cache()))
     return EXIT_OK
 
 
@@ -102,7 +102,7 @@ def diff_(
     """
     if from_position > to_position:
         raise InvalidInputError(f"FROM ({from_position}) is after TO ({to_position})")
-    found = diff(session.existing_db(), from_position, to_position, tag=tag)
+    found = diff(session.log(), from_position, to_position, tag=tag)
     shown, cuts = output.cut(found, limit)
     session.emit(shown)
     output.note_cut(cuts)
@@ -132,7 +132,7 @@ def as_of_(
     """The knowledge base as it was at a position or time (give --position or --at)."""
     if (position is None) == (at is None):
         raise click.UsageError("give exactly one of --position and --at")
-    with as_of(session.existing_db(), position=position, ts_ns=at) as view:
+    with as_of(session.log(), position=position, ts_ns=at) as view:
         if tag:
             kb = CrossTaskKB(view, run_id=environment.run_id())
             session.emit_rows(

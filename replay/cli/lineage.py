@@ -20,10 +20,11 @@ def lineage_(session: Session, position: int, direction: str | None, depth: int 
     """Ancestors and descendants of a log position, level by level, from the recall
     receipts and the sources writers declared. Opens the log read-only."""
     found = lineage(
-        session.existing_db(),
+        session.log(),
         position,
         direction="up" if direction == "up" else "down" if direction == "down" else "both",
         depth=depth,
+        cache=session.cache(),
     )
     session.emit(found)
     return EXIT_OK

@@ -25,7 +25,7 @@ key_option = click.option(
 
 
 class _Operators(click.Group):
-    """The `operator` commands, each taking --db and --json after its name too."""
+    """The `operator` commands, each taking --db, --dsn and --json after its name too."""
 
     command_class = app.command_class
 
@@ -55,7 +55,7 @@ def add(session: Session, public_key: str, key: str | None) -> int:
     signer = session.operator_key(key)
     if signer is None:
         raise click.UsageError("give the signing key with --key FILE or FACTLEDGER_OPERATOR_KEY")
-    position = add_operator(session.existing_db(), public_key, key=signer, actor=session.actor())
+    position = add_operator(session.log(), public_key, key=signer, actor=session.actor())
     session.emit(
         {"position": position},
         f"operator key from {public_key} added at position {position}, signed by "
@@ -76,7 +76,7 @@ def remove(session: Session, key_id: str, reason: str, key: str | None) -> int:
     if signer is None:
         raise click.UsageError("give the signing key with --key FILE or FACTLEDGER_OPERATOR_KEY")
     position = remove_operator(
-        session.existing_db(), key_id, key=signer, reason=reason, actor=session.actor()
+        session.log(), key_id, key=signer, reason=reason, actor=session.actor()
     )
     session.emit({"position": position}, f"operator key {key_id} removed at position {position}")
     return EXIT_OK
@@ -86,7 +86,7 @@ def remove(session: Session, key_id: str, reason: str, key: str | None) -> int:
 @click.pass_obj
 def list_(session: Session) -> int:
     """Each operator key: its id, name, and when and by whom it was added and removed."""
-    found = list_operators(session.existing_db())
+    found = list_operators(session.log())
     if session.as_json:
         session.emit(found)
         return EXIT_OK

@@ -8,24 +8,19 @@ from typing import TextIO
 import click
 
 from eventlog.checks import check_actor
-from projections import environment
 from replay.cli.app import EXIT_OK, Session, app
-
-
-def _dsn(given: str | None) -> str:
-    dsn = given or environment.dsn()
-    if not dsn:
-        raise click.UsageError(f"give --dsn postgresql://... or set {environment.DSN.source()}")
-    return dsn
 
 
 @app.group("pg")
 def pg() -> None:
-    """Set up the log in PostgreSQL for many hosts (needs the `postgres` extra)."""
+    """Set up the log in PostgreSQL for many hosts (needs the `postgres` extra).
+
+    Each command takes the server as --dsn postgresql://... (or FACTLEDGER_DSN), as every
+    command does.
+    """
 
 
 @pg.command("init")
-@click.option("--dsn", metavar="DSN", help="postgresql://... (default: $FACTLEDGER_DSN)")
 @click.option(
     "--role-prefix",
     metavar="PREFIX",
@@ -34,14 +29,14 @@ def pg() -> None:
     help="names the owner, writer and reader roles PREFIX_owner, PREFIX_writer, PREFIX_reader",
 )
 @click.pass_obj
-def init(session: Session, dsn: str | None, role_prefix: str) -> int:
+def init(session: Session, role_prefix: str) -> int:
     """Create the log's schema and its owner, writer and reader roles (PUBLIC gets nothing).
 
     Run it as a role that may create roles and schemas. Safe to run again.
     """
     from eventlog.postgres import init_schema
 
-    roles = init_schema(_dsn(dsn), role_prefix=role_prefix)
+    roles = init_schema(session.needs_dsn(), role_prefix=role_prefix)
     session.emit(
         {"owner": roles.owner, "writer": roles.writer, "reader": roles.reader},
         f"log ready; roles: owner {roles.owner}, writer {roles.writer}, reader {roles.reader}",
@@ -52,7 +47,6 @@ def init(session: Session, dsn: str | None, role_prefix: str) -> int:
 @pg.command("add-agent")
 @click.argument("role")
 @click.option("--adapter", metavar="NAME", required=True, help="the one adapter it may write as")
-@click.option("--dsn", metavar="DSN", help="postgresql://... (default: $FACTLEDGER_DSN)")
 @click.option("--role-prefix", metavar="PREFIX", default="factledger", show_default=True)
 @click.option(
     "--password-file",
@@ -64,7 +58,6 @@ def add_agent(
     session: Session,
     role: str,
     adapter: str,
-    dsn: str | None,
     role_prefix: str,
     password_file: TextIO | None,
 ) -> int:
@@ -74,7 +67,7 @@ def add_agent(
 
     password = password_file.readline().rstrip("\n") if password_file is not None else None
     bind(
-        _dsn(dsn),
+        session.needs_dsn(),
         role,
         check_actor("--adapter", adapter),
         role_prefix=role_prefix,
