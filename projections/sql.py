@@ -233,11 +233,6 @@ QUARANTINE_CANDIDATES = (
 )
 QUARANTINE_GET = "SELECT position, reason, released_by FROM fl_quarantine WHERE position = ?"
 QUARANTINE_ALL = "SELECT position, reason, released_by FROM fl_quarantine ORDER BY position"
-QUARANTINE_LIST = (
-    "SELECT q.position, q.reason, q.released_by, count(c.event_position) FROM fl_quarantine q "
-    "LEFT JOIN fl_quarantined c ON c.quarantine_position = q.position "
-    "GROUP BY q.position ORDER BY q.position"
-)
 
 OPERATOR_ANY = "SELECT 1 FROM fl_operator LIMIT 1"
 OPERATOR_COLUMNS = (
@@ -270,7 +265,6 @@ ENTRY_COLUMNS = (
     "m.id, m.type, m.content, m.tags, m.importance, m.task_id, m.created_at, "
     "m.source_agent, m.source_model, m.source_adapter, m.content_hash, m.claims"
 )
-ENTRY_GET = f"SELECT {ENTRY_COLUMNS} FROM fl_memory m WHERE m.id = ? AND m.hidden = 0"
 ENTRIES = (
     "SELECT "
     + ENTRY_COLUMNS
