@@ -77,9 +77,11 @@ def set_conflict_policy(
     scope: str | None = None,
     actor: Actor = OPERATOR,
     key: KeySource | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Set what an overwrite under another adapter does to facts under `tag` (in `scope`, or
-    every scope); return the policy event's position."""
+    every scope); return the policy event's position. Given a `cache`, writes through that
+    host's cache of the log `db_path` names (`Actor.store`), as `approve` and `reject` do."""
     if on_conflict not in ON_CONFLICT:
         raise InvalidInputError(
             f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}"
@@ -88,7 +90,7 @@ def set_conflict_policy(
     if scope is not None:
         payload = msgspec.structs.replace(payload, scope=check_scope(scope))
     signer = None if key is None else operator_key(key)
-    with actor.store(db_path) as store, store.write_transaction() as tx:
+    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
         event = signed_event(
             tx, store.event_log.log_id, payload, actor=actor, key=signer, action="policy set"
         )
@@ -103,10 +105,11 @@ def approve(
     *,
     actor: Actor = OPERATOR,
     key: KeySource | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Approve the pending version at `position`: it becomes current unless a later version
     already is. Returns the approval's position."""
-    return _decide(db_path, position, None, actor=actor, key=key)
+    return _decide(db_path, position, None, actor=actor, key=key, cache=cache)
 
 
 def reject(
@@ -116,10 +119,11 @@ def reject(
     reason: str = "rejected by an operator",
     actor: Actor = OPERATOR,
     key: KeySource | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Reject the pending version at `position`: it never becomes current. Returns the
     rejection's position."""
-    return _decide(db_path, position, check_reason(reason), actor=actor, key=key)
+    return _decide(db_path, position, check_reason(reason), actor=actor, key=key, cache=cache)
 
 
 def _decide(
@@ -129,6 +133,7 @@ def _decide(
     *,
     actor: Actor,
     key: KeySource | None,
+    cache: str | os.PathLike[str] | None,
 ) -> int:
     target = check_position("position", position, minimum=1)
     payload: FactApproved | FactRejected = (
@@ -138,7 +143,7 @@ def _decide(
     )
     action = "approve" if reason is None else "reject"
     signer = None if key is None else operator_key(key)
-    with actor.store(db_path) as store, store.write_transaction() as tx:
+    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
         found = conflicts.held_versions(tx, [target])
         if not found or found[0][11] != conflicts.PENDING:
             state = f"is {found[0][11]}" if found else "is not a held fact version"

@@ -80,10 +80,15 @@ class Actor(msgspec.Struct, frozen=True, kw_only=True):
             event_id=event_id,
         )
 
-    def store(self, db_path: str | os.PathLike[str]) -> SQLiteMemoryStore:
-        """A store on `db_path` writing as this actor."""
+    def store(
+        self, db_path: str | os.PathLike[str], *, cache: str | os.PathLike[str] | None = None
+    ) -> SQLiteMemoryStore:
+        """A store on `db_path` writing as this actor. Given a `cache`, `db_path` names a log
+        held elsewhere (a file, or a `postgresql://` DSN) and the store reads and writes
+        through that host's cache, caught up first, instead of folding the log per call."""
         return SQLiteMemoryStore(
-            db_path,
+            db_path if cache is None else cache,
+            log=None if cache is None else db_path,
             source_adapter=self.source_adapter,
             producer_task_id=self.producer_task_id,
             run_id=self.run_id,
@@ -129,10 +134,12 @@ def add_operator(
     *,
     key: KeySource,
     actor: Actor = OPERATOR,
+    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Register the public key in `public_key_path` as an operator key; return the event's
     position. The first key of a log signs its own registration (`key` is its private key);
-    later ones are signed by an operator key."""
+    later ones are signed by an operator key. Given a `cache`, writes through that host's
+    cache of the log `db_path` names (`Actor.store`)."""
     public = (
         public_key_path
         if isinstance(public_key_path, PublicKey)
@@ -140,7 +147,7 @@ def add_operator(
     )
     signer = operator_key(key)
     payload = OperatorAdded(name=public.name, key_id=public.key_id, public_key=_b64(public.raw))
-    with actor.store(db_path) as store, store.write_transaction() as tx:
+    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
         found = inquiries.operator(tx, public.key_id)
         if found is not None:
             raise InvalidInputError(
@@ -168,14 +175,15 @@ def remove_operator(
     key: KeySource,
     reason: str,
     actor: Actor = OPERATOR,
+    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Stop the operator key `key_id` authorizing anything after the returned position; what
     it signed before stands. Signed by an operator key (it may be the key removed); the last
-    key registered cannot be removed."""
+    key registered cannot be removed. Takes `cache` as `add_operator` does."""
     target = check_identifier("key_id", key_id)
     signer = operator_key(key)
     payload = OperatorRemoved(key_id=target, reason=check_reason(reason))
-    with actor.store(db_path) as store, store.write_transaction() as tx:
+    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
         found = inquiries.operator(tx, target)
         if found is None or found[5] is not None:
             raise InvalidInputError(

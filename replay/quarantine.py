@@ -44,11 +44,13 @@ def quarantine(
     reason: str,
     actor: Actor = RESPONDER,
     key: KeySource | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Quarantine earlier events matching every given selector; return the event's position.
 
     Refuses (and writes nothing) when no selector is given, nothing written so far matches,
-    or the log has an operator key and `key` is not one of them.
+    or the log has an operator key and `key` is not one of them. Given a `cache`, writes
+    through that host's cache of the log `db_path` names (`Actor.store`).
     """
     chosen = check_positions("positions", positions)
     producer = check_optional_identifier("producer_task_id", producer_task_id)
@@ -64,7 +66,7 @@ def quarantine(
         match_source_adapter=adapter,
     )
     signer = None if key is None else operator_key(key)
-    with actor.store(db_path) as store, store.write_transaction() as tx:
+    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
         head = tx.head_position()
         beyond = [p for p in chosen if p > head]
         if beyond:
@@ -90,13 +92,14 @@ def release(
     reason: str,
     actor: Actor = RESPONDER,
     key: KeySource | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Undo the quarantine appended at `quarantine_position`; return the release's position.
-    Needs `key` as `quarantine` does."""
+    Needs `key`, and takes `cache`, as `quarantine` does."""
     target = check_position("quarantine_position", quarantine_position, minimum=1)
     payload = QuarantineReleased(quarantine_position=target, reason=check_reason(reason))
     signer = None if key is None else operator_key(key)
-    with actor.store(db_path) as store, store.write_transaction() as tx:
+    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
         found = inquiries.quarantine_state(tx, target)
         if found is None:
             refused = inquiries.unauthorized(tx, [target])

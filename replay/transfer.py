@@ -113,12 +113,14 @@ def import_legacy(
     *,
     actor: Actor = IMPORTER,
     key: KeySource | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> ImportReport:
     """Import the `memory` table of a legacy database file as events written now by `actor`,
     each row's own fields kept as claims. Rows already imported (from this or an identical
     file) are written again never. An import is an operator action: once the log has an
     operator key it needs `key`. A file with no `memory` table, or a row that cannot be
-    represented, is an error naming it, and nothing is imported."""
+    represented, is an error naming it, and nothing is imported. Given a `cache`, writes
+    through that host's cache of the log `db_path` names (`Actor.store`)."""
     signer = None if key is None else operator_key(key)
     legacy = LegacyFile(source)
     try:
@@ -132,7 +134,7 @@ def import_legacy(
     finally:
         legacy.close()
     assert events is not None
-    with actor.store(db_path) as store, store.write_transaction() as tx:
+    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
         fresh = _not_imported(inquiries.imported_rows(tx), events)
         signed = [
             signed_event(

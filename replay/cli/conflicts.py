@@ -40,6 +40,7 @@ def policy_set(
         scope=scope,
         actor=session.actor(),
         key=session.operator_key(key),
+        cache=session.cache(),
     )
     session.emit({"policy_position": position}, f"policy recorded at position {position}")
     return EXIT_OK
@@ -51,7 +52,13 @@ def policy_set(
 @click.pass_obj
 def approve_(session: Session, position: int, key: str | None) -> int:
     """Approve a held fact version: it becomes current unless a later version already is."""
-    done = approve(session.log(), position, actor=session.actor(), key=session.operator_key(key))
+    done = approve(
+        session.log(),
+        position,
+        actor=session.actor(),
+        key=session.operator_key(key),
+        cache=session.cache(),
+    )
     session.emit({"approval_position": done}, f"approval recorded at position {done}")
     return EXIT_OK
 
@@ -69,6 +76,7 @@ def reject_(session: Session, position: int, reason: str, key: str | None) -> in
         reason=reason,
         actor=session.actor(),
         key=session.operator_key(key),
+        cache=session.cache(),
     )
     session.emit({"rejection_position": done}, f"rejection recorded at position {done}")
     return EXIT_OK

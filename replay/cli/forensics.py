@@ -112,6 +112,7 @@ def quarantine_(
         reason=reason,
         actor=session.actor(),
         key=session.operator_key(key),
+        cache=session.cache(),
     )
     session.emit({"quarantine_position": position}, f"quarantine recorded at position {position}")
     return EXIT_OK
@@ -130,6 +131,7 @@ def release_(session: Session, quarantine_position: int, reason: str, key: str |
         reason=reason,
         actor=session.actor(),
         key=session.operator_key(key),
+        cache=session.cache(),
     )
     session.emit({"release_position": position}, f"release recorded at position {position}")
     return EXIT_OK
@@ -173,6 +175,7 @@ def import_legacy_(session: Session, path: str, key: str | None) -> int:
             path,
             actor=session.actor(),
             key=session.operator_key(key),
+            cache=session.cache(),
         )
     )
     if new:

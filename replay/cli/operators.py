@@ -55,7 +55,9 @@ def add(session: Session, public_key: str, key: str | None) -> int:
     signer = session.operator_key(key)
     if signer is None:
         raise click.UsageError("give the signing key with --key FILE or FACTLEDGER_OPERATOR_KEY")
-    position = add_operator(session.log(), public_key, key=signer, actor=session.actor())
+    position = add_operator(
+        session.log(), public_key, key=signer, actor=session.actor(), cache=session.cache()
+    )
     session.emit(
         {"position": position},
         f"operator key from {public_key} added at position {position}, signed by "
@@ -76,7 +78,12 @@ def remove(session: Session, key_id: str, reason: str, key: str | None) -> int:
     if signer is None:
         raise click.UsageError("give the signing key with --key FILE or FACTLEDGER_OPERATOR_KEY")
     position = remove_operator(
-        session.log(), key_id, key=signer, reason=reason, actor=session.actor()
+        session.log(),
+        key_id,
+        key=signer,
+        reason=reason,
+        actor=session.actor(),
+        cache=session.cache(),
     )
     session.emit({"position": position}, f"operator key {key_id} removed at position {position}")
     return EXIT_OK

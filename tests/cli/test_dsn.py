@@ -205,3 +205,31 @@ def test_remove_and_conflict_policy_reach_every_host(
     assert ["ours"] == [
         f["value"] for f in cli("query", "--tag", "api", "--json", *dsn, db_path=a).json()
     ]
+
+
+def checkpoints(cache: str) -> set[int]:
+    with closing(sqlite3.connect(f"file:{cache}?mode=ro", uri=True)) as db:
+        return {p for (p,) in db.execute("SELECT position FROM fl_projector_checkpoint")}
+
+
+def test_operator_commands_leave_the_host_cache_at_the_head(
+    cli: Cli, pg: PgLog, hosts: tuple[str, str]
+) -> None:
+    """policy set, quarantine and release with --dsn go through the --db cache: right after
+    each, that cache is at the log's head, so the host's next read folds nothing."""
+    a, b = hosts
+    init(cli, pg)
+    dsn = ("--dsn", pg.dsn)
+    assert 0 == cli("share", "u", "poison", "--tag", "api", *dsn, db_path=a).code
+    for command in (
+        ("policy", "set", "api", "--on-conflict", "deny"),
+        ("quarantine", "--position", "1", "--reason", "poison"),
+        ("release", "3", "--reason", "fine"),
+    ):
+        done = cli(*command, *dsn, db_path=b)
+        assert 0 == done.code, done.err
+        assert {head(pg.dsn)} == checkpoints(b), command
+    assert 4 == head(pg.dsn)
+    assert ["poison"] == [
+        f["value"] for f in cli("query", "--tag", "api", "--json", *dsn, db_path=b).json()
+    ]

@@ -9,14 +9,39 @@ from __future__ import annotations
 import hashlib
 import io
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from eventlog import open_log
 from projections import CacheRefusedError, CrossTaskKB, SQLiteMemoryStore, open_view
-from replay import as_of, blame, blast_radius, diff, export_log, history, rebuild, verify
+from replay import (
+    add_operator,
+    approve,
+    as_of,
+    blame,
+    blast_radius,
+    diff,
+    export_log,
+    generate_key,
+    history,
+    import_legacy,
+    list_operators,
+    quarantine,
+    read_operator_key,
+    rebuild,
+    reject,
+    release,
+    remove_operator,
+    set_conflict_policy,
+    verify,
+)
+from tests.eventlog.conftest import PgLog, pg, pg_server
+from tests.projections.test_legacy import ROWS, legacy_file
 from tests.replay.test_history import script
+
+__all__ = ["pg", "pg_server"]
 
 
 @pytest.fixture
@@ -130,3 +155,96 @@ def test_a_cache_the_log_contradicts_is_refused_by_every_command(
         with pytest.raises(CacheRefusedError):
             command()
     assert before == digest(cache)
+
+
+def caught_up(log: str | Path, cache: Path | None) -> None:
+    """A host's cache, when there is one, holds every projector's checkpoint at the log's
+    head right after an operator action: the next read on that host folds nothing."""
+    if cache is None:
+        return
+    assert cache.exists(), "the action did not go through the host's cache"
+    with closing(open_log(log, read_only=True)) as event_log:
+        head = event_log.head().position
+    with closing(sqlite3.connect(cache)) as raw:
+        found = {p for (p,) in raw.execute("SELECT position FROM fl_projector_checkpoint")}
+    assert {head} == found
+
+
+def operator_script(log: str | Path, cache: Path | None, tmp_path: Path) -> list[object]:
+    """Every operator action, through `cache` when given, between writes by another host;
+    what each returned and what readers see after them."""
+    writer = tmp_path / "writer" / "cache.db"
+
+    def kb(adapter: str) -> tuple[SQLiteMemoryStore, CrossTaskKB]:
+        store = SQLiteMemoryStore(log) if cache is None else SQLiteMemoryStore(writer, log=log)
+        return store, CrossTaskKB(store, producer_task_id="t", source_adapter=adapter)
+
+    def publish(adapter: str, value: str) -> int:
+        store, facts = kb(adapter)
+        with store:
+            return facts.publish("schema", "users", value, scope="project").position
+
+    def current() -> list[tuple[str, str | None]]:
+        store, facts = kb("reader")
+        with store:
+            found = facts.subscribe("schema", scope="project")
+            return [(f.value, f.source_adapter) for f in found]
+
+    results: list[object] = [publish("claude-code", "v1")]
+    results.append(set_conflict_policy(log, "schema", "hold", scope="project", cache=cache))
+    caught_up(log, cache)
+    first, second = publish("codex", "v2"), publish("gemini-cli", "v3")
+    results += [approve(log, first, cache=cache), current()]
+    caught_up(log, cache)
+    results += [reject(log, second, reason="not reviewed", cache=cache), current()]
+    caught_up(log, cache)
+    held = quarantine(log, source_adapter="codex", reason="suspect", cache=cache)
+    caught_up(log, cache)
+    results += [held, current(), release(log, held, reason="cleared", cache=cache), current()]
+    caught_up(log, cache)
+    source = tmp_path / "legacy" / "memory.db"
+    if not source.exists():
+        legacy_file(source, ROWS)
+    results.append(import_legacy(log, source, cache=cache))
+    caught_up(log, cache)
+    keys = []
+    for name in ("first", "second"):
+        if not (tmp_path / f"{name}.key").exists():
+            generate_key(tmp_path / f"{name}.key")
+        keys.append(read_operator_key(tmp_path / f"{name}.key"))
+    for signer, added in ((keys[0], keys[0]), (keys[0], keys[1])):
+        results.append(add_operator(log, added.public, key=signer, cache=cache))
+        caught_up(log, cache)
+    results.append(remove_operator(log, keys[0].key_id, key=keys[1], reason="rotated", cache=cache))
+    caught_up(log, cache)
+    operators = list_operators(log).operators
+    results.append([(o.key_id, o.added_position, o.removed_position) for o in operators])
+    found = history(log, tag="schema")
+    results.append([(h.position, h.status, h.decided_by) for h in found.held])
+    store, _ = kb("reader")
+    with store:
+        results.append(sorted(e.content for e in store.list()))
+    return results
+
+
+def test_operator_actions_through_a_cache_leave_it_at_the_head(pg: PgLog, tmp_path: Path) -> None:
+    """Policy, approve, reject, quarantine, release, import and operator changes on a log in
+    PostgreSQL, given this host's cache, read and write through it: the cache is at the
+    log's head after each, and every result is what the same actions give on a log file
+    with no cache."""
+    cache = tmp_path / "operator" / "cache.db"
+    through_cache = operator_script(pg.dsn, cache, tmp_path)
+    in_one_file = operator_script(tmp_path / "local" / "log.db", None, tmp_path)
+    assert in_one_file == through_cache
+    assert verify(pg.dsn).ok
+
+
+def test_an_operator_action_without_a_cache_makes_none(pg: PgLog, tmp_path: Path) -> None:
+    """Without `cache` an operator action on a log in PostgreSQL folds in memory, as
+    before: no cache file is made."""
+    with SQLiteMemoryStore(tmp_path / "writer.db", log=pg.dsn) as store:
+        CrossTaskKB(store, producer_task_id="t", source_adapter="codex").publish(
+            "schema", "users", "v1", scope="project"
+        )
+    assert 2 == quarantine(pg.dsn, source_adapter="codex", reason="suspect")
+    assert ["writer.db"] == sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db")
