@@ -14,12 +14,16 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
+    initialize,
     invariant,
+    precondition,
     rule,
     run_state_machine_as_test,
 )
+from msgspec import UNSET
 
 from eventlog import (
+    ConflictPolicySet,
     InvalidInputError,
     NewEvent,
     QuarantineApplied,
@@ -37,6 +41,7 @@ from projections import (
     load_persistent_memory,
 )
 from projections.prompt import visible
+from replay.conflicts import approve, reject, set_conflict_policy
 from replay.errors import NotAuthorizedError
 from replay.keys import OperatorKey, generate_key, read_operator_key
 from replay.operators import add_operator, remove_operator
@@ -55,6 +60,7 @@ ALLOW_LISTS: tuple[list[str] | None, ...] = (
     ["gemini-cli"],
 )
 TRUSTED = "codex"
+DENIED, PENDING, APPROVED, REJECTED = "denied", "pending", "approved", "rejected"
 TAGS = ("api", "API", "api-schema", "%", "a_b", "'; DROP TABLE fl_memory; --")
 FACT_TAGS = ("api", "%")
 KEYS = ("users", "k_1", "%")
@@ -85,6 +91,9 @@ LOOKALIKES = (
 """Writers' identifiers that print like (or hide inside) an ordinary one."""
 INVISIBLE_NAMES = ("api\u200b", "\u3164", "api\ufe0f", "a\u034fpi", "api\U000e0041")
 """Tags and keys holding a character a reader cannot see."""
+READERS = (None, ("t1", None), ("task-run-a", "run-a"), ("task-run-b", "run-b"))
+"""Who builds a prompt (task, run): the writers `add` and the facades write as, or nobody."""
+ON_CONFLICT = ("allow", "deny", "hold")
 
 
 @dataclass
@@ -112,6 +121,15 @@ class Version:
 
 
 @dataclass
+class Held:
+    """A fact version a conflict policy kept from becoming current."""
+
+    identity: tuple[str, str, str, str]
+    version: Version
+    status: str
+
+
+@dataclass
 class Model:
     """The store in plain Python: a head, the memory rows, and every fact version."""
 
@@ -123,6 +141,65 @@ class Model:
     registered: set[str] = field(default_factory=set)
     """Every operator key the log ever registered: once one is, operator actions need one."""
     removed: set[str] = field(default_factory=set)
+    adapters: dict[int, str] = field(default_factory=dict)
+    """The adapter each event was written under, where it was written under one."""
+    exposed: dict[tuple[str, str], set[int]] = field(default_factory=dict)
+    """What reached each (task, run or '') through a recall receipt so far."""
+    sources: dict[int, set[int]] = field(default_factory=dict)
+    """Lineage: each write's sources, exposed to its writer or declared (`derived_from`)."""
+    policies: dict[tuple[str, str], str] = field(default_factory=dict)
+    """Conflict policies by (scope, or '' for every scope; tag)."""
+    held: dict[int, Held] = field(default_factory=dict)
+
+    def append(self, adapter: str | None = None) -> int:
+        """Count one event written under `adapter`; return its position."""
+        self.head += 1
+        if adapter is not None:
+            self.adapters[self.head] = adapter
+        return self.head
+
+    def write(
+        self, adapter: str | None, producer: str, run_id: str | None, derived_from: list[int]
+    ) -> int:
+        """Count a write and record its sources: what reached its writer, and what it names."""
+        position = self.append(adapter)
+        exposed = self.exposed.get((producer, run_id or ""), set())
+        self.sources[position] = exposed | set(derived_from)
+        return position
+
+    def taint_source(self, position: int) -> int | None:
+        """The earliest ancestor of `position` that is untrusted or quarantined, if any."""
+        ancestors: set[int] = set()
+        todo = [position]
+        while todo:
+            for parent in self.sources.get(todo.pop(), set()) - ancestors:
+                ancestors.add(parent)
+                todo.append(parent)
+        bad = [
+            a
+            for a in ancestors
+            if self.quarantined(a) or self.adapters.get(a) not in (None, TRUSTED)
+        ]
+        return min(bad, default=None)
+
+    def on_conflict(self, scope: str, tag: str) -> str:
+        """The policy for an overwrite of a fact under `tag` in `scope`."""
+        return self.policies.get((scope, tag), self.policies.get(("", tag), "allow"))
+
+    def admit(self, identity: tuple[str, str, str, str], version: Version) -> None:
+        """Make `version` a version of `identity` (in position order) with its mirror row."""
+        versions = self.facts.setdefault(identity, [])
+        versions.append(version)
+        versions.sort(key=lambda v: v.position)
+        self.rows[version.position] = Row(
+            "cross_task",
+            version.value,
+            (identity[2],),
+            1.0,
+            version.producer,
+            version.adapter,
+            identity,
+        )
 
     def operators(self) -> set[str]:
         """The operator keys registered and not removed."""
@@ -147,7 +224,7 @@ class Model:
 
     def current(self, identity: tuple[str, str, str, str]) -> Version | None:
         """The version readers get: the newest one no quarantine covers."""
-        free = [v for v in self.facts[identity] if not self.quarantined(v.position)]
+        free = [v for v in self.facts.get(identity, []) if not self.quarantined(v.position)]
         return free[-1] if free else None
 
     def candidates(self) -> list[tuple[int, Row]]:
@@ -251,6 +328,9 @@ class StoreMachine(RuleBasedStateMachine):
     releases = 0
     refused = 0
     forged = 0
+    tainted = 0
+    held = 0
+    decided = 0
     keys: ClassVar[dict[str, OperatorKey]] = {}
 
     def __init__(self) -> None:
@@ -286,6 +366,20 @@ class StoreMachine(RuleBasedStateMachine):
     def _adapter(self, given: str | None) -> str | None:
         return given if given is not None else self.handle_adapter
 
+    def _derived_from(self, data: st.DataObject) -> list[int] | None:
+        """None, or the positions a write names as its sources: now and then 0, or one past
+        the head (refused)."""
+        head = self.model.head
+        choice = data.draw(st.integers(0, 5), label="sources")
+        if choice == 0 or not head:
+            return None
+        if choice == 5:
+            return data.draw(st.lists(st.sampled_from([0, head + 1, head]), min_size=1))
+        return data.draw(st.lists(st.integers(1, head), min_size=1, max_size=3))
+
+    def _refused_sources(self, derived_from: list[int] | None) -> bool:
+        return any(not 0 < p <= self.model.head for p in derived_from or [])
+
     # -- writes ----------------------------------------------------------------------------
 
     @rule(
@@ -295,6 +389,7 @@ class StoreMachine(RuleBasedStateMachine):
         importance=importances,
         task_id=st.sampled_from([None, "t1", "t2"]),
         adapter=adapters,
+        data=st.data(),
     )
     def add(
         self,
@@ -304,10 +399,20 @@ class StoreMachine(RuleBasedStateMachine):
         importance: float,
         task_id: str | None,
         adapter: str | None,
+        data: st.DataObject,
     ) -> None:
-        entry_id = self.store.add(type, content, tags, importance, task_id, source_adapter=adapter)
-        self.model.head += 1
-        assert self.model.head == entry_id
+        sources = self._derived_from(data)
+        call = lambda: self.store.add(  # noqa: E731
+            type, content, tags, importance, task_id, source_adapter=adapter, derived_from=sources
+        )
+        if self._refused_sources(sources):
+            with pytest.raises(InvalidInputError, match="derived_from"):
+                call()
+            return
+        entry_id = call()
+        assert entry_id == self.model.write(
+            self._adapter(adapter), task_id or "", None, sources or []
+        )
         unique = tuple(dict.fromkeys(tags))
         self.model.rows[entry_id] = Row(
             type, content, unique, importance, task_id, self._adapter(adapter)
@@ -335,10 +440,10 @@ class StoreMachine(RuleBasedStateMachine):
         ids = self.store.add_many(batch)
         assert list(range(self.model.head + 1, self.model.head + 1 + len(rows))) == ids
         for entry_id, (type, content, tags, adapter) in zip(ids, rows, strict=True):
+            assert entry_id == self.model.write(self._adapter(adapter), "", None, [])
             self.model.rows[entry_id] = Row(
                 type, content, tuple(dict.fromkeys(tags)), 1.0, None, self._adapter(adapter)
             )
-        self.model.head += len(rows)
 
     @rule(data=st.data())
     def remove(self, data: st.DataObject) -> None:
@@ -347,7 +452,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert expected == self.store.remove(entry_id)
         if expected:
             del self.model.rows[entry_id]
-            self.model.head += 1
+            self.model.append(self.handle_adapter)
 
     @rule(
         run=st.integers(0, len(RUNS) - 1),
@@ -359,6 +464,7 @@ class StoreMachine(RuleBasedStateMachine):
         ),
         adapter=adapters,
         one_by_one=st.booleans(),
+        data=st.data(),
     )
     def publish(
         self,
@@ -367,28 +473,42 @@ class StoreMachine(RuleBasedStateMachine):
         items: list[tuple[str, str, str]],
         adapter: str | None,
         one_by_one: bool,
+        data: st.DataObject,
     ) -> None:
+        """Publish (a version under another adapter than the current one's is admitted,
+        denied or held as the tag's conflict policy says)."""
         kb = self.kbs[run]
+        sources = self._derived_from(data)
+        options = {"scope": scope, "source_adapter": adapter, "derived_from": sources}
+        if self._refused_sources(sources):
+            with pytest.raises(InvalidInputError, match="derived_from"):
+                kb.publish_many(items, **options)  # type: ignore[arg-type]
+            return
         if one_by_one:
-            facts = [kb.publish(*item, scope=scope, source_adapter=adapter) for item in items]
+            facts = [kb.publish(*item, **options) for item in items]  # type: ignore[arg-type]
         else:
-            facts = kb.publish_many(items, scope=scope, source_adapter=adapter)
+            facts = kb.publish_many(items, **options)  # type: ignore[arg-type]
+        model = self.model
         for published, (tag, key, value) in zip(facts, items, strict=True):
-            self.model.head += 1
+            producer = f"task-{RUNS[run]}"
+            position = model.write(self._adapter(adapter), producer, RUNS[run], sources or [])
             identity = (scope, RUNS[run] if scope == "run" else "", tag, key)
-            version = Version(
-                self.model.head, value, f"task-{RUNS[run]}", RUNS[run], self._adapter(adapter)
-            )
-            self.model.facts.setdefault(identity, []).append(version)
-            self.model.rows[self.model.head] = Row(
-                "cross_task", value, (tag,), 1.0, version.producer, version.adapter, identity
-            )
+            version = Version(position, value, producer, RUNS[run], self._adapter(adapter))
             assert fact(identity, version) == published
+            current = model.current(identity)
+            mode = model.on_conflict(scope, tag)
+            if mode != "allow" and current is not None and current.adapter != version.adapter:
+                model.held[position] = Held(
+                    identity, version, DENIED if mode == "deny" else PENDING
+                )
+                StoreMachine.held += 1
+            else:
+                model.admit(identity, version)
 
     @rule(rate=st.sampled_from([0.5, 0.9, 1.0]))
     def decay(self, rate: float) -> None:
         self.store.decay_importance(rate)
-        self.model.head += 1
+        self.model.append(self.handle_adapter)
         for row in self.model.rows.values():
             row.importance *= rate
 
@@ -400,33 +520,70 @@ class StoreMachine(RuleBasedStateMachine):
         doomed = [entry_id for entry_id, _ in ranked[keep:]]
         assert len(doomed) == self.store.prune(max_entries=keep, max_age_days=36500)
         if doomed:
-            self.model.head += 1
+            self.model.append(self.handle_adapter)
             for entry_id in doomed:
                 del self.model.rows[entry_id]
 
-    @rule(tags=tag_lists, limit=limits)
-    def recall(self, tags: list[str], limit: int) -> None:
-        policy = MemoryTrustPolicy(trusted_adapters=frozenset({TRUSTED}))
+    @rule(
+        tags=tag_lists,
+        limit=limits,
+        reader=st.sampled_from(READERS),
+        propagate=st.sampled_from([True, True, True, False]),
+    )
+    def recall(
+        self,
+        tags: list[str],
+        limit: int,
+        reader: tuple[str, str | None] | None,
+        propagate: bool,
+    ) -> None:
+        """Build a prompt as a task: what it includes reaches that task (lineage); an entry
+        with an untrusted or quarantined ancestor is kept out as `tainted`, and the next
+        trusted one takes its place."""
+        policy = MemoryTrustPolicy(trusted_adapters=frozenset({TRUSTED}), propagate_taint=propagate)
+        task_id, run_id = reader or (None, None)
         wanted = tuple(dict.fromkeys(tags))
-        text = load_persistent_memory(self.store, tags, trust_policy=policy, limit=limit)
-        trusted = self.model.ranked(wanted, lambda row: row.adapter in (None, TRUSTED))
-        held = {i for i, _ in self.model.candidates() if self.model.quarantined(i)}
+        text = load_persistent_memory(
+            self.store, tags, trust_policy=policy, limit=limit, task_id=task_id, run_id=run_id
+        )
+        model = self.model
+        trusted = model.ranked(wanted, lambda row: row.adapter in (None, TRUSTED))
+        tainted: dict[int, int] = {}
+        confirmed: set[int] = set()
+        while True:
+            top = trusted[: limit + len(tainted)]
+            unchecked = sorted(i for _, i, _ in top if i not in confirmed and i not in tainted)
+            found = {i: model.taint_source(i) for i in unchecked} if propagate else {}
+            new = {i: source for i, source in found.items() if source is not None}
+            confirmed.update(i for i in unchecked if i not in new)
+            tainted.update(new)
+            if not new:
+                break
+        included = [item for item in top if item[1] in confirmed][:limit]
+        held = {i for i, _ in model.candidates() if model.quarantined(i)}
         refused = [
             item
-            for item in self.model.ranked(wanted, lambda row: True, self.model.candidates())
+            for item in model.ranked(wanted, lambda row: True, model.candidates())
             if item[1] in held or item[2].adapter not in (None, TRUSTED)
         ]
-        included = trusted[:limit]
-        if len(included) >= limit:
-            refused = [item for item in refused if item[0] > included[-1][0]]
-        [receipt] = list(self.store.event_log.read(after=self.model.head))
-        self.model.head += 1
+        if len(top) >= limit + len(tainted):
+            refused = [item for item in refused if item[0] > top[-1][0]]
+        [receipt] = list(self.store.event_log.read(after=model.head))
+        model.append()
         assert isinstance(receipt.payload, RecallRecorded)
         assert tuple(entry_id for _, entry_id, _ in included) == receipt.payload.included
         assert [
-            (entry_id, "quarantined" if entry_id in held else "untrusted_adapter")
-            for _, entry_id, _ in refused[:200]
-        ] == [(e.position, e.reason) for e in receipt.payload.excluded]
+            *((i, "tainted", source) for i, source in tainted.items()),
+            *(
+                (i, "quarantined" if i in held else "untrusted_adapter", UNSET)
+                for _, i, _ in refused[:200]
+            ),
+        ] == [(e.position, e.reason, e.source) for e in receipt.payload.excluded]
+        if task_id is not None:
+            model.exposed.setdefault((task_id, run_id or ""), set()).update(
+                receipt.payload.included
+            )
+        StoreMachine.tainted += len(tainted)
         assert (text == "") == (not included)
         for _, _, row in included:
             assert visible(row.content) in text
@@ -485,6 +642,87 @@ class StoreMachine(RuleBasedStateMachine):
         del self.model.quarantines[target]
         StoreMachine.releases += 1
 
+    @initialize(
+        modes=st.lists(st.sampled_from([None, "hold", "hold", "deny"]), min_size=2, max_size=2),
+        scope=st.sampled_from([None, None, "project"]),
+    )
+    def start_with_policies(self, modes: list[str | None], scope: str | None) -> None:
+        """Most logs start with conflict policies, so overwrites meet them often."""
+        for tag, mode in zip(FACT_TAGS, modes, strict=True):
+            if mode is not None:
+                assert self.model.append() == set_conflict_policy(
+                    self.db_path, tag, mode, scope=scope
+                )
+                self.model.policies[(scope or "", tag)] = mode
+
+    @rule(
+        tag=st.sampled_from([*FACT_TAGS, *FACT_TAGS, INVISIBLE_NAMES[0]]),
+        on_conflict=st.sampled_from(["allow", "deny", "hold", "hold", "hold", "Deny", ""]),
+        scope=st.sampled_from([None, "run", "project"]),
+        data=st.data(),
+    )
+    def set_policy(
+        self, tag: str, on_conflict: str, scope: str | None, data: st.DataObject
+    ) -> None:
+        """Set a tag's conflict policy (an operator action), in one scope or every one."""
+        signer = self.model.signer(data)
+        call = lambda: set_conflict_policy(  # noqa: E731
+            self.db_path,
+            tag,
+            on_conflict,
+            scope=scope,
+            key=None if signer is None else self.keys[signer],
+        )
+        if on_conflict not in ON_CONFLICT or tag not in FACT_TAGS:
+            with pytest.raises(InvalidInputError):
+                call()
+            return
+        if not self.model.may_act(signer):
+            with pytest.raises(NotAuthorizedError):
+                call()
+            StoreMachine.refused += 1
+            return
+        assert self.model.append() == call()
+        self.model.policies[(scope or "", tag)] = on_conflict
+
+    @precondition(lambda self: PENDING in {held.status for held in self.model.held.values()})
+    @rule(approving=st.booleans(), data=st.data())
+    def decide(self, approving: bool, data: st.DataObject) -> None:
+        """Approve or reject a held version (an operator action): only a pending one, not a
+        denied or decided one or another event. An approved one becomes current unless a newer
+        version already is."""
+        model = self.model
+        pending = sorted(p for p, held in model.held.items() if held.status == PENDING)
+        target = data.draw(
+            st.sampled_from(pending)
+            if data.draw(st.integers(0, 3), label="other") > 0
+            else st.sampled_from([*model.held, model.head]),
+            label="target",
+        )
+        signer = model.signer(data)
+        key = None if signer is None else self.keys[signer]
+        call = (
+            (lambda: approve(self.db_path, target, key=key))
+            if approving
+            else (lambda: reject(self.db_path, target, reason="r", key=key))
+        )
+        if target not in pending:
+            with pytest.raises(InvalidInputError, match="not pending"):
+                call()
+            return
+        if not model.may_act(signer):
+            with pytest.raises(NotAuthorizedError):
+                call()
+            StoreMachine.refused += 1
+            return
+        assert model.append() == call()
+        StoreMachine.decided += 1
+        held = model.held[target]
+        held.status = APPROVED if approving else REJECTED
+        current = model.current(held.identity)
+        if approving and (current is None or current.position < target):
+            model.admit(held.identity, held.version)
+
     @rule(added=st.sampled_from(KEY_NAMES), signer=st.sampled_from(KEY_NAMES))
     def add_operator(self, added: str, signer: str) -> None:
         """Register a key: the first signed by itself, later ones by an operator."""
@@ -527,14 +765,22 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), adapter=st.sampled_from(["codex", "claude-code"]))
     def forge_around_the_api(self, data: st.DataObject, adapter: str) -> None:
-        """An unsigned release or quarantine appended through `eventlog` directly: it takes
-        effect only while the log has no operator key."""
+        """An unsigned release, quarantine or conflict policy appended through `eventlog`
+        directly: it takes effect only while the log has no operator key."""
         model = self.model
-        if model.quarantines and data.draw(st.booleans(), label="release"):
-            target = data.draw(st.sampled_from(sorted(model.quarantines)), label="target")
-            payload: QuarantineApplied | QuarantineReleased = QuarantineReleased(
-                quarantine_position=target, reason="forged"
+        kind = data.draw(st.sampled_from(["release", "quarantine", "policy"]), label="kind")
+        policy: tuple[str, str] | None = None
+        payload: QuarantineApplied | QuarantineReleased | ConflictPolicySet
+        if kind == "policy":
+            target = 0
+            policy = (
+                data.draw(st.sampled_from(FACT_TAGS)),
+                data.draw(st.sampled_from(ON_CONFLICT)),
             )
+            payload = ConflictPolicySet(tag=policy[0], on_conflict=policy[1])
+        elif model.quarantines and kind == "release":
+            target = data.draw(st.sampled_from(sorted(model.quarantines)), label="target")
+            payload = QuarantineReleased(quarantine_position=target, reason="forged")
         else:
             target = 0
             payload = QuarantineApplied(reason="forged", match_source_adapter=adapter)
@@ -552,7 +798,9 @@ class StoreMachine(RuleBasedStateMachine):
         self.kbs = self._facades()
         if model.registered:
             return
-        if target:
+        if policy is not None:
+            model.policies[("", policy[0])] = policy[1]
+        elif target:
             del model.quarantines[target]
         else:
             model.quarantines[position] = covered
@@ -692,16 +940,19 @@ def test_store_behaves_like_its_plain_python_model(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Random sequences of adds, batches (some with a bad row), removes, publishes, decays,
-    prunes, recalls, quarantines and releases (signed or not, by operators or not), operator
-    keys added and removed, unsigned quarantines and releases appended around the API,
-    reopens and rebuild checks: every read and every receipt equals the model's answer, the
-    head is always the model's, and whenever checked the read model equals a refold of the
-    log."""
+    prunes, recalls by tasks (whose later writes derive from what they read) and writes
+    declaring their sources, quarantines and releases, conflict policies and approvals or
+    rejections of held versions (signed or not, by operators or not), operator keys added
+    and removed, unsigned operator actions appended around the API, reopens and rebuild
+    checks: every read and every receipt (tainted entries kept out, naming their source)
+    equals the model's answer, the head is always the model's, and whenever checked the read
+    model equals a refold of the log."""
     for name in TRUST_ENV:
         monkeypatch.delenv(name, raising=False)
     StoreMachine.examples = StoreMachine.steps = 0
     StoreMachine.quarantines = StoreMachine.releases = 0
     StoreMachine.refused = StoreMachine.forged = 0
+    StoreMachine.tainted = StoreMachine.held = StoreMachine.decided = 0
     StoreMachine.keys = {name: read_operator_key(key_file(tmp_path, name)) for name in KEY_NAMES}
     run_state_machine_as_test(
         StoreMachine,
@@ -717,8 +968,11 @@ def test_store_behaves_like_its_plain_python_model(
     print(
         f"model test: {StoreMachine.examples} examples, {StoreMachine.steps} checked states, "
         f"{StoreMachine.quarantines} quarantines, {StoreMachine.releases} releases, "
-        f"{StoreMachine.refused} refused operator actions, {StoreMachine.forged} forged"
+        f"{StoreMachine.refused} refused operator actions, {StoreMachine.forged} forged, "
+        f"{StoreMachine.tainted} kept out as tainted, {StoreMachine.held} held or denied, "
+        f"{StoreMachine.decided} decided"
     )
     assert StoreMachine.examples >= EXAMPLES
     assert StoreMachine.quarantines > 0 and StoreMachine.releases > 0
     assert StoreMachine.refused > 0 and StoreMachine.forged > 0
+    assert StoreMachine.tainted > 0 and StoreMachine.held > 0 and StoreMachine.decided > 0
