@@ -25,7 +25,7 @@ from eventlog import (
 )
 from projections import sql
 from projections.projector import TableWriter
-from projections.reads import Readable, Row
+from projections.reads import Readable, Row, over_positions
 
 ALLOW = "allow"
 DENY = "deny"
@@ -102,11 +102,7 @@ def decide(
 
 def held_versions(db: Readable, positions: Sequence[int]) -> list[Row]:
     """Held versions among `positions` (columns `sql.HELD_COLUMNS`)."""
-    rows: list[Row] = []
-    for start in range(0, len(positions), 500):
-        chunk = positions[start : start + 500]
-        rows += db.execute(sql.HELD_AMONG.format(marks=", ".join("?" * len(chunk))), chunk)
-    return rows
+    return over_positions(db, sql.HELD_AMONG, positions)
 
 
 def held_matching(

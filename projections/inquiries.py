@@ -8,10 +8,7 @@ from collections.abc import Sequence
 
 from projections import sql
 from projections.knowledge import Identity
-from projections.reads import Readable, Row
-
-POSITION_BATCH = 500
-"""Positions bound per statement, well under SQLite's limit on bound values."""
+from projections.reads import Readable, Row, over_positions
 
 
 def fact_versions(
@@ -78,7 +75,7 @@ def unauthorized(db: Readable, positions: Sequence[int] | None = None) -> list[R
     it named or None, reason), by position."""
     if positions is None:
         return db.execute(sql.UNAUTHORIZED_ALL)
-    return _over_positions(db, sql.UNAUTHORIZED_AT, positions)
+    return _sorted(over_positions(db, sql.UNAUTHORIZED_AT, positions))
 
 
 def imported_rows(db: Readable) -> set[tuple[int, float, str]]:
@@ -89,38 +86,33 @@ def imported_rows(db: Readable) -> set[tuple[int, float, str]]:
 def receipts_touching(db: Readable, positions: Sequence[int]) -> list[Row]:
     """Receipt items naming any of `positions`: (receipt position, task_id, run_id, adapter,
     event position, included, reason)."""
-    return _over_positions(db, sql.RECEIPTS_TOUCHING, positions)
+    return _sorted(over_positions(db, sql.RECEIPTS_TOUCHING, positions))
 
 
 def live_facts(db: Readable, positions: Sequence[int]) -> list[Row]:
     """Which of `positions` are current fact versions: (position, scope, run_id, tag, key,
     producer_task_id, source_adapter, content_hash)."""
-    return _over_positions(db, sql.FORENSIC_LIVE_FACTS, positions)
+    return _sorted(over_positions(db, sql.FORENSIC_LIVE_FACTS, positions))
 
 
 def live_entries(db: Readable, positions: Sequence[int]) -> list[Row]:
     """Which of `positions` are visible memory entries: (id, type, tags, producer_task_id,
     source_adapter, content_hash)."""
-    return _over_positions(db, sql.FORENSIC_LIVE_ENTRIES, positions)
+    return _sorted(over_positions(db, sql.FORENSIC_LIVE_ENTRIES, positions))
 
 
 def replaced_by(db: Readable, positions: Sequence[int]) -> list[Row]:
     """Versions that fact versions at `positions` replaced: (position, scope, run_id, tag, key,
     replaced position, its producer, its adapter)."""
-    return _over_positions(db, sql.FORENSIC_OVERWRITTEN, positions)
+    return _sorted(over_positions(db, sql.FORENSIC_OVERWRITTEN, positions))
 
 
 def replaced_later(db: Readable, positions: Sequence[int]) -> list[Row]:
     """The next version after each fact version at `positions`: (position, scope, run_id, tag,
     key, next position, its producer, its adapter)."""
-    return _over_positions(db, sql.FORENSIC_NEXT_VERSIONS, positions)
+    return _sorted(over_positions(db, sql.FORENSIC_NEXT_VERSIONS, positions))
 
 
-def _over_positions(db: Readable, statement: str, positions: Sequence[int]) -> list[Row]:
-    """Rows of a query over `positions`, a batch at a time, ordered by their first column."""
-    rows: list[Row] = []
-    for start in range(0, len(positions), POSITION_BATCH):
-        batch = positions[start : start + POSITION_BATCH]
-        rows.extend(db.execute(statement.format(marks=", ".join("?" * len(batch))), batch))
-    rows.sort(key=lambda row: row[0])
-    return rows
+def _sorted(rows: list[Row]) -> list[Row]:
+    """Rows ordered by their first column (a position), whatever batch each came from."""
+    return sorted(rows, key=lambda row: row[0])

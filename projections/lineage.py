@@ -23,10 +23,7 @@ from eventlog import (
 )
 from projections import sql
 from projections.projector import TableWriter
-from projections.reads import Readable, Row
-
-BATCH = 500
-"""Positions bound per statement, well under SQLite's limit on bound values."""
+from projections.reads import Readable, Row, over_positions
 
 
 class LineageProjector:
@@ -90,25 +87,17 @@ def check_sources(head: int, events: Iterable[NewEvent]) -> None:
 
 def parents(db: Readable, positions: Sequence[int]) -> list[Row]:
     """(child, parent, via receipt or None) for every edge into `positions`."""
-    return batched(db, sql.LINEAGE_PARENTS, positions)
+    return over_positions(db, sql.LINEAGE_PARENTS, positions)
 
 
 def children(db: Readable, positions: Sequence[int]) -> list[Row]:
     """(parent, child, via receipt or None) for every edge out of `positions`."""
-    return batched(db, sql.LINEAGE_CHILDREN, positions)
+    return over_positions(db, sql.LINEAGE_CHILDREN, positions)
 
 
 def ancestors(db: Readable, positions: Sequence[int]) -> dict[int, set[int]]:
     """Every ancestor of each of `positions` that has any."""
     found: dict[int, set[int]] = {}
-    for root, ancestor in batched(db, sql.LINEAGE_ANCESTORS, positions):
+    for root, ancestor in over_positions(db, sql.LINEAGE_ANCESTORS, positions):
         found.setdefault(root, set()).add(ancestor)
     return found
-
-
-def batched(db: Readable, statement: str, positions: Sequence[int]) -> list[Row]:
-    rows: list[Row] = []
-    for start in range(0, len(positions), BATCH):
-        chunk = positions[start : start + BATCH]
-        rows += db.execute(statement.format(marks=", ".join("?" * len(chunk))), chunk)
-    return rows

@@ -153,13 +153,18 @@ def prompt_candidates(
     )
 
 
+def over_positions(db: Readable, statement: str, positions: Sequence[int]) -> list[Row]:
+    """Rows of `statement` (with an `IN ({marks})` list) over `positions`, `ID_BATCH` bound
+    values per execution, in execution order."""
+    rows: list[Row] = []
+    for start in range(0, len(positions), ID_BATCH):
+        batch = positions[start : start + ID_BATCH]
+        rows += db.execute(statement.format(marks=_marks(batch)), batch)
+    return rows
+
+
 def _entries_by_id(db: Readable, ids: Sequence[int]) -> dict[int, MemoryEntry]:
-    found: dict[int, MemoryEntry] = {}
-    for start in range(0, len(ids), ID_BATCH):
-        batch = ids[start : start + ID_BATCH]
-        statement = sql.ENTRIES_BY_ID.format(marks=_marks(batch))
-        found.update((row[0], entry_from_row(row)) for row in db.execute(statement, batch))
-    return found
+    return {row[0]: entry_from_row(row) for row in over_positions(db, sql.ENTRIES_BY_ID, ids)}
 
 
 def _everything(row: Row) -> bool:
