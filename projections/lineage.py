@@ -38,6 +38,8 @@ class LineageProjector:
             writer.execute(statement)
 
     def apply(self, writer: TableWriter, records: Sequence[RecordedEvent]) -> None:
+        # Each (task, run)'s exposures, read once per batch until a receipt adds to them.
+        exposures: dict[tuple[str, str], list[Row]] = {}
         for record in records:
             payload = record.payload
             if isinstance(payload, RecallRecorded):
@@ -47,17 +49,21 @@ class LineageProjector:
                         sql.LINEAGE_EXPOSURE_INSERT,
                         [(payload.task_id, run, p, record.position) for p in payload.included],
                     )
+                    exposures.pop((payload.task_id, run), None)
             elif isinstance(payload, (MemoryAdded, FactPublished)):
-                _derive(writer, record, declared_sources(payload))
+                exposed: list[Row] = []
+                if record.producer_task_id:
+                    key = (record.producer_task_id, record.run_id or "")
+                    if key not in exposures:
+                        exposures[key] = writer.execute(sql.LINEAGE_EXPOSURES_OF, key)
+                    exposed = exposures[key]
+                _derive(writer, record, exposed, declared_sources(payload))
 
 
-def _derive(writer: TableWriter, record: RecordedEvent, declared: Sequence[int]) -> None:
-    edges: dict[int, int | None] = {}
-    if record.producer_task_id:
-        for parent, via in writer.execute(
-            sql.LINEAGE_EXPOSURES_OF, (record.producer_task_id, record.run_id or "")
-        ):
-            edges[parent] = via
+def _derive(
+    writer: TableWriter, record: RecordedEvent, exposed: Sequence[Row], declared: Sequence[int]
+) -> None:
+    edges: dict[int, int | None] = {parent: via for parent, via in exposed}
     for parent in declared:
         edges.setdefault(parent, None)
     writer.executemany(
