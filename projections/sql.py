@@ -454,6 +454,120 @@ TABLE_CHUNK_AFTER = (
     "SELECT * FROM {schema}.{table} WHERE ({key}) > ({marks}) ORDER BY {key} LIMIT ?"
 )
 
+# -- lineage: which writes were derived from which events -----------------------------------
+
+LINEAGE_TABLES = ("fl_lineage_edge", "fl_lineage_exposure")
+LINEAGE_DDL = (
+    # `via` is the recall receipt that brought `parent` to the writer's task, or NULL for a
+    # source the writer declared (`derived_from`).
+    """CREATE TABLE fl_lineage_edge (
+        child INTEGER NOT NULL,
+        parent INTEGER NOT NULL,
+        via INTEGER,
+        PRIMARY KEY (child, parent)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX fl_lineage_by_parent ON fl_lineage_edge (parent, child)",
+    # What reached each (task, run) through a receipt so far: the sources of its next writes.
+    """CREATE TABLE fl_lineage_exposure (
+        task_id TEXT NOT NULL,
+        run_key TEXT NOT NULL,
+        event_position INTEGER NOT NULL,
+        receipt_position INTEGER NOT NULL,
+        PRIMARY KEY (task_id, run_key, event_position)
+    ) WITHOUT ROWID""",
+)
+LINEAGE_EXPOSURE_INSERT = (
+    "INSERT OR IGNORE INTO fl_lineage_exposure (task_id, run_key, event_position, "
+    "receipt_position) VALUES (?, ?, ?, ?)"
+)
+LINEAGE_EXPOSURES_OF = (
+    "SELECT event_position, receipt_position FROM fl_lineage_exposure "
+    "WHERE task_id = ? AND run_key = ?"
+)
+LINEAGE_EDGE_INSERT = "INSERT OR IGNORE INTO fl_lineage_edge (child, parent, via) VALUES (?, ?, ?)"
+LINEAGE_PARENTS = (
+    "SELECT child, parent, via FROM fl_lineage_edge WHERE child IN ({marks}) ORDER BY child, parent"
+)
+LINEAGE_CHILDREN = (
+    "SELECT parent, child, via FROM fl_lineage_edge WHERE parent IN ({marks}) "
+    "ORDER BY parent, child"
+)
+LINEAGE_ANCESTORS = (
+    "WITH RECURSIVE up (root, position) AS ("
+    "SELECT child, parent FROM fl_lineage_edge WHERE child IN ({marks}) "
+    "UNION SELECT up.root, e.parent FROM up JOIN fl_lineage_edge e ON e.child = up.position) "
+    "SELECT root, position FROM up ORDER BY root, position"
+)
+"""(position, ancestor) for every ancestor of each given position, nearest or not."""
+LINEAGE_QUARANTINED_AMONG = (
+    "SELECT DISTINCT event_position FROM fl_quarantined WHERE event_position IN ({marks})"
+)
+LINEAGE_ENTRIES_AMONG = f"SELECT {ENTRY_COLUMNS} FROM fl_memory m WHERE m.id IN ({{marks}})"
+
+
+# -- conflict policy: overwrites under another adapter, denied or held ----------------------
+
+CONFLICT_TABLES = ("fl_conflict_policy", "fl_fact_held")
+CONFLICT_DDL = (
+    # scope '' is the policy for every scope of the tag; a scope's own policy comes first.
+    """CREATE TABLE fl_conflict_policy (
+        scope TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        on_conflict TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (scope, tag)
+    ) WITHOUT ROWID""",
+    # Fact versions a policy kept from becoming current: `denied`, `pending` (held), and,
+    # once an operator decided, `approved` or `rejected`. `contested` is the version that was
+    # current when it was written.
+    """CREATE TABLE fl_fact_held (
+        position INTEGER PRIMARY KEY,
+        scope TEXT NOT NULL,
+        run_key TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        producer_task_id TEXT NOT NULL,
+        ts_ns INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        run_id TEXT,
+        source_adapter TEXT,
+        status TEXT NOT NULL,
+        contested INTEGER NOT NULL,
+        decided_by INTEGER
+    )""",
+)
+CONFLICT_ANY = "SELECT 1 FROM fl_conflict_policy LIMIT 1"
+CONFLICT_POLICY_PUT = (
+    "INSERT OR REPLACE INTO fl_conflict_policy (scope, tag, on_conflict, position) "
+    "VALUES (?, ?, ?, ?)"
+)
+CONFLICT_POLICIES_FOR = "SELECT scope, tag, on_conflict FROM fl_conflict_policy WHERE tag = ?"
+CONFLICT_POLICIES = (
+    "SELECT scope, tag, on_conflict, position FROM fl_conflict_policy ORDER BY tag, scope"
+)
+CONFLICT_CURRENT = (
+    "SELECT c.position, f.source_adapter FROM fl_fact_current c JOIN fl_fact f "
+    "ON f.position = c.position WHERE c.scope = ? AND c.run_key = ? AND c.tag = ? AND c.key = ?"
+)
+HELD_INSERT = (
+    "INSERT INTO fl_fact_held (position, scope, run_key, tag, key, value, producer_task_id, "
+    "ts_ns, content_hash, run_id, source_adapter, status, contested) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+HELD_COLUMNS = (
+    "position, scope, run_key, tag, key, value, producer_task_id, ts_ns, content_hash, run_id, "
+    "source_adapter, status, contested, decided_by"
+)
+HELD_GET = f"SELECT {HELD_COLUMNS} FROM fl_fact_held WHERE position = ?"
+HELD_DECIDE = "UPDATE fl_fact_held SET status = ?, decided_by = ? WHERE position = ?"
+HELD_AMONG = (
+    f"SELECT {HELD_COLUMNS} FROM fl_fact_held WHERE position IN ({{marks}}) ORDER BY position"
+)
+HELD_MATCHING = f"SELECT {HELD_COLUMNS} FROM fl_fact_held f WHERE 1{{filters}} ORDER BY position"
+"""Held versions matching `FACT_FILTER_*` fragments."""
+
+
 # -- connections ----------------------------------------------------------------------------
 
 SCRATCH_CACHE_KIB = 65536
@@ -684,117 +798,3 @@ class ScratchDatabase(Database):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-# -- lineage: which writes were derived from which events -----------------------------------
-
-LINEAGE_TABLES = ("fl_lineage_edge", "fl_lineage_exposure")
-LINEAGE_DDL = (
-    # `via` is the recall receipt that brought `parent` to the writer's task, or NULL for a
-    # source the writer declared (`derived_from`).
-    """CREATE TABLE fl_lineage_edge (
-        child INTEGER NOT NULL,
-        parent INTEGER NOT NULL,
-        via INTEGER,
-        PRIMARY KEY (child, parent)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX fl_lineage_by_parent ON fl_lineage_edge (parent, child)",
-    # What reached each (task, run) through a receipt so far: the sources of its next writes.
-    """CREATE TABLE fl_lineage_exposure (
-        task_id TEXT NOT NULL,
-        run_key TEXT NOT NULL,
-        event_position INTEGER NOT NULL,
-        receipt_position INTEGER NOT NULL,
-        PRIMARY KEY (task_id, run_key, event_position)
-    ) WITHOUT ROWID""",
-)
-LINEAGE_EXPOSURE_INSERT = (
-    "INSERT OR IGNORE INTO fl_lineage_exposure (task_id, run_key, event_position, "
-    "receipt_position) VALUES (?, ?, ?, ?)"
-)
-LINEAGE_EXPOSURES_OF = (
-    "SELECT event_position, receipt_position FROM fl_lineage_exposure "
-    "WHERE task_id = ? AND run_key = ?"
-)
-LINEAGE_EDGE_INSERT = "INSERT OR IGNORE INTO fl_lineage_edge (child, parent, via) VALUES (?, ?, ?)"
-LINEAGE_PARENTS = (
-    "SELECT child, parent, via FROM fl_lineage_edge WHERE child IN ({marks}) ORDER BY child, parent"
-)
-LINEAGE_CHILDREN = (
-    "SELECT parent, child, via FROM fl_lineage_edge WHERE parent IN ({marks}) "
-    "ORDER BY parent, child"
-)
-LINEAGE_ANCESTORS = (
-    "WITH RECURSIVE up (root, position) AS ("
-    "SELECT child, parent FROM fl_lineage_edge WHERE child IN ({marks}) "
-    "UNION SELECT up.root, e.parent FROM up JOIN fl_lineage_edge e ON e.child = up.position) "
-    "SELECT root, position FROM up ORDER BY root, position"
-)
-"""(position, ancestor) for every ancestor of each given position, nearest or not."""
-LINEAGE_QUARANTINED_AMONG = (
-    "SELECT DISTINCT event_position FROM fl_quarantined WHERE event_position IN ({marks})"
-)
-LINEAGE_ENTRIES_AMONG = f"SELECT {ENTRY_COLUMNS} FROM fl_memory m WHERE m.id IN ({{marks}})"
-
-
-# -- conflict policy: overwrites under another adapter, denied or held ----------------------
-
-CONFLICT_TABLES = ("fl_conflict_policy", "fl_fact_held")
-CONFLICT_DDL = (
-    # scope '' is the policy for every scope of the tag; a scope's own policy comes first.
-    """CREATE TABLE fl_conflict_policy (
-        scope TEXT NOT NULL,
-        tag TEXT NOT NULL,
-        on_conflict TEXT NOT NULL,
-        position INTEGER NOT NULL,
-        PRIMARY KEY (scope, tag)
-    ) WITHOUT ROWID""",
-    # Fact versions a policy kept from becoming current: `denied`, `pending` (held), and,
-    # once an operator decided, `approved` or `rejected`. `contested` is the version that was
-    # current when it was written.
-    """CREATE TABLE fl_fact_held (
-        position INTEGER PRIMARY KEY,
-        scope TEXT NOT NULL,
-        run_key TEXT NOT NULL,
-        tag TEXT NOT NULL,
-        key TEXT NOT NULL,
-        value TEXT NOT NULL,
-        producer_task_id TEXT NOT NULL,
-        ts_ns INTEGER NOT NULL,
-        content_hash TEXT NOT NULL,
-        run_id TEXT,
-        source_adapter TEXT,
-        status TEXT NOT NULL,
-        contested INTEGER NOT NULL,
-        decided_by INTEGER
-    )""",
-)
-CONFLICT_ANY = "SELECT 1 FROM fl_conflict_policy LIMIT 1"
-CONFLICT_POLICY_PUT = (
-    "INSERT OR REPLACE INTO fl_conflict_policy (scope, tag, on_conflict, position) "
-    "VALUES (?, ?, ?, ?)"
-)
-CONFLICT_POLICIES_FOR = "SELECT scope, tag, on_conflict FROM fl_conflict_policy WHERE tag = ?"
-CONFLICT_POLICIES = (
-    "SELECT scope, tag, on_conflict, position FROM fl_conflict_policy ORDER BY tag, scope"
-)
-CONFLICT_CURRENT = (
-    "SELECT c.position, f.source_adapter FROM fl_fact_current c JOIN fl_fact f "
-    "ON f.position = c.position WHERE c.scope = ? AND c.run_key = ? AND c.tag = ? AND c.key = ?"
-)
-HELD_INSERT = (
-    "INSERT INTO fl_fact_held (position, scope, run_key, tag, key, value, producer_task_id, "
-    "ts_ns, content_hash, run_id, source_adapter, status, contested) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-HELD_COLUMNS = (
-    "position, scope, run_key, tag, key, value, producer_task_id, ts_ns, content_hash, run_id, "
-    "source_adapter, status, contested, decided_by"
-)
-HELD_GET = f"SELECT {HELD_COLUMNS} FROM fl_fact_held WHERE position = ?"
-HELD_DECIDE = "UPDATE fl_fact_held SET status = ?, decided_by = ? WHERE position = ?"
-HELD_AMONG = (
-    f"SELECT {HELD_COLUMNS} FROM fl_fact_held WHERE position IN ({{marks}}) ORDER BY position"
-)
-HELD_MATCHING = f"SELECT {HELD_COLUMNS} FROM fl_fact_held f WHERE 1{{filters}} ORDER BY position"
-"""Held versions matching `FACT_FILTER_*` fragments."""
