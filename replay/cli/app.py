@@ -212,6 +212,11 @@ def shared_options() -> list[click.Parameter]:
     ]
 
 
+def _summary(command: click.Command) -> str:
+    """A command's summary in the command list: its help's first paragraph, whole."""
+    return " ".join((command.short_help or command.help or "").split("\n\n")[0].split())
+
+
 class _Command(click.Command):
     """A command that takes --db, --dsn and --json after its name too, and whose summary in
     the command list is its help's first paragraph, whole."""
@@ -231,14 +236,18 @@ class _Command(click.Command):
         return super().invoke(ctx)
 
     def get_short_help_str(self, limit: int = 45) -> str:
-        return (self.short_help or self.help or "").split("\n\n")[0].replace("\n", " ").strip()
+        return _summary(self)
 
 
 class _Group(click.Group):
-    """Runs one command; what goes wrong in it becomes one line on stderr and an exit code."""
+    """Runs one command; what goes wrong in it becomes one line on stderr and an exit code.
+    Its subgroups are of this class too, and their commands take the shared options."""
 
     command_class = _Command
     group_class = type
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return _summary(self)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -24,16 +24,7 @@ key_option = click.option(
 )
 
 
-class _Operators(click.Group):
-    """The `operator` commands, each taking --db, --dsn and --json after its name too."""
-
-    command_class = app.command_class
-
-    def get_short_help_str(self, limit: int = 45) -> str:
-        return (self.help or "").split("\n\n")[0].replace("\n", " ").strip()
-
-
-@app.group("operator", cls=_Operators)
+@app.group("operator")
 def operator() -> None:
     """The operator keys that sign quarantines, releases, imports and operator changes.
 

@@ -207,6 +207,24 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         assert f"Usage: factledger {name}" in out and " ".join(command.help.split()) in out
 
 
+@pytest.mark.parametrize("group", [[], ["operator"], ["pg"], ["policy"]], ids=str)
+def test_command_lists_show_each_summary_whole(
+    group: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command list of the tool and of each command group cuts no summary short: each
+    is its help's first paragraph, whole (wrapped, never ending in "...")."""
+    from replay.cli import app, main
+
+    assert 0 == main([*group, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    parent = app
+    for name in group:
+        parent = parent.commands[name]  # type: ignore[attr-defined]
+    for command in parent.commands.values():  # type: ignore[attr-defined]
+        assert " ".join((command.help or "").split("\n\n")[0].split()) in out
+    assert "..." not in out.split("Commands:")[1]
+
+
 def _run(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
