@@ -6,8 +6,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from projections import SQLiteMemoryStore
+from projections.environment import SETTINGS
+
+pytest_plugins = ["tests.postgres"]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test starts without the variables factledger reads (a developer's shell may set
+    FACTLEDGER_TRUST_POLICY=0, say), and leaves structlog as it found it."""
+    for setting in SETTINGS:
+        for name in setting.variables:
+            monkeypatch.delenv(name, raising=False)
+    yield
+    structlog.reset_defaults()
 
 
 class Clock:

@@ -17,6 +17,7 @@ from tests.bench.scale import SMOKE
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_benchmark_smoke_run_writes_every_metric(tmp_path: Path) -> None:
     """`python -m tests.bench --smoke` exits 0 and writes valid JSON naming every metric."""
     out = tmp_path / "bench.json"

@@ -13,9 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.eventlog.conftest import PgLog, pg, pg_server
-
-__all__ = ["pg", "pg_server"]
+from tests.postgres import PgLog
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

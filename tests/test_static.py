@@ -14,11 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize(
     "command",
     [
-        ["ruff", "check", "."],
-        ["ruff", "format", "--check", "."],
-        ["mypy"],
+        pytest.param(["ruff", "check", "."], id="ruff-check"),
+        pytest.param(["ruff", "format", "--check", "."], id="ruff-format"),
+        pytest.param(["mypy"], id="mypy-strict", marks=pytest.mark.slow),
     ],
-    ids=["ruff-check", "ruff-format", "mypy-strict"],
 )
 def test_static_checks_pass(command: list[str]) -> None:
     """ruff finds nothing, formatting is settled, and mypy --strict passes on the packages."""

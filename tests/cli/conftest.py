@@ -9,17 +9,10 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from projections.environment import SETTINGS
 from replay.cli import main
 
-ENV = (
-    *(name for setting in SETTINGS for name in setting.variables),
-    "COLUMNS",
-    "FORCE_COLOR",
-    "NO_COLOR",
-    "TTY_COMPATIBLE",
-)
-"""Every variable factledger reads, and those that change how rich draws."""
+RICH_ENV = ("COLUMNS", "FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE")
+"""The variables that change how rich draws (tests/conftest.py clears factledger's own)."""
 
 
 class Result(NamedTuple):
@@ -32,8 +25,8 @@ class Result(NamedTuple):
 
 
 @pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    for name in ENV:
+def plain_terminal_in_tmp_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    for name in RICH_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     yield

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from eventlog.logs import get_logger
+from replay.cli.logs import logging_to_stderr
 from tests.cli.conftest import Result
 
 Cli = Callable[..., Result]
@@ -290,3 +293,28 @@ def test_db_and_json_go_before_or_after_the_command(
     assert ["both"] == [entry["content"] for entry in cli("list", "--json", db_path=second).json()]
     monkeypatch.setenv("FACTLEDGER_DB", first)
     assert "before" in cli("list", db_path=None).out
+
+
+def test_other_libraries_reach_stderr_only_at_error_as_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """While a command runs, another library's warning prints nothing and its error prints
+    one line naming its logger, traceback left out; factledger's own warnings keep their
+    fields; after the command, logging is as it was."""
+    root, own = logging.getLogger(), logging.getLogger("factledger")
+    before = (list(root.handlers), list(own.handlers), own.level, own.propagate, root.level)
+    other = logging.getLogger("some.driver")
+    with logging_to_stderr():
+        other.warning("housekeeping you need not see")
+        try:
+            raise ValueError("inner")
+        except ValueError:
+            other.exception("the driver failed\nwith a second line")
+        get_logger("factledger.test").warning("own_warning", position=7)
+    err = capsys.readouterr().err
+    assert "housekeeping" not in err
+    assert "some.driver: the driver failed" in err.splitlines()
+    assert "second line" not in err and "Traceback" not in err and "inner" not in err
+    assert "own_warning" in err and "position=7" in err
+    assert 1 == err.count("own_warning")
+    assert before == (list(root.handlers), list(own.handlers), own.level, own.propagate, root.level)

@@ -8,9 +8,7 @@ import pytest
 
 from eventlog import FactPublished, NewEvent, PermissionDeniedError, open_log
 from tests.cli.conftest import Result
-from tests.eventlog.conftest import PgLog, pg, pg_server
-
-__all__ = ["pg", "pg_server"]
+from tests.postgres import PgLog
 
 Cli = Callable[..., Result]
 

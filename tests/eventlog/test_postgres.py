@@ -4,6 +4,7 @@ itself refuses edits and adapters a role is not bound to."""
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 import threading
 import time
@@ -15,7 +16,7 @@ import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
-from eventlog import (  # noqa: E402
+from eventlog import (  # noqa: E402  # noqa: E402
     EventLog,
     FactledgerError,
     InvalidInputError,
@@ -24,13 +25,14 @@ from eventlog import (  # noqa: E402
     PermissionDeniedError,
     StorageError,
     open_log,
+    postgres,
     verify_chain,
 )
 from eventlog import postgres_schema as schema  # noqa: E402
 from eventlog.chain import genesis  # noqa: E402
 from eventlog.contract import EVERY_KIND, LogContract, fact, memory  # noqa: E402
 from eventlog.postgres import PostgresEventLog, add_agent, init_schema, translate  # noqa: E402
-from tests.eventlog.conftest import PgLog  # noqa: E402
+from tests.postgres import PgLog  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -366,6 +368,33 @@ def test_the_database_refuses_an_agent_naming_another_adapter(
     with pytest.raises(PermissionDeniedError), agent.transaction() as tx:
         tx.append_many(batch)
     assert head == agent.head()
+
+
+@pytest.mark.parametrize("reply", ["before-commit-is-queued", "when-the-pipeline-ends"])
+def test_a_refused_append_raises_one_error_and_logs_nothing(
+    agent: PostgresEventLog,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    reply: str,
+) -> None:
+    """The server's refusal of a row reaches the client either while COMMIT is queued or when
+    the pipeline ends (it varies from run to run; a pause after sending the rows forces the
+    first): either way the trigger's error is raised alone, and psycopg logs nothing."""
+    if reply == "before-commit-is-queued":
+        send_pending = postgres._Transaction._send_pending
+
+        def send_then_wait(tx: Any) -> None:
+            send_pending(tx)
+            time.sleep(0.05)
+
+        monkeypatch.setattr(postgres._Transaction, "_send_pending", send_then_wait)
+    caplog.set_level(logging.DEBUG)
+    head = agent.head()
+    for _ in range(5):
+        with pytest.raises(PermissionDeniedError, match="may append only events of adapter"):
+            agent.append(memory("spoof", source_adapter="claude-code"))
+    assert head == agent.head()
+    assert [] == [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")]
 
 
 def test_an_agent_cannot_escape_its_binding_by_sql(pg: PgLog, agent: PostgresEventLog) -> None:

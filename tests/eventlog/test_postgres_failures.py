@@ -25,7 +25,7 @@ psycopg = pytest.importorskip("psycopg")
 from eventlog import LogBusyError, RecordedEvent, StorageError, verify_chain  # noqa: E402
 from eventlog.contract import memory  # noqa: E402
 from eventlog.postgres import PostgresEventLog  # noqa: E402
-from tests.eventlog.conftest import PgLog, PgServer  # noqa: E402
+from tests.postgres import PgLog, PgServer  # noqa: E402
 
 SPAWN = multiprocessing.get_context("spawn")
 

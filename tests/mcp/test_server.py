@@ -46,17 +46,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "FACTLEDGER_TRUST_POLICY",
-        "FACTLEDGER_TRUST_ADAPTERS",
-        "BERNSTEIN_MEMORY_TRUST_POLICY",
-        "BERNSTEIN_MEMORY_TRUST_ADAPTERS",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"

@@ -36,17 +36,6 @@ FOREIGN = "evil-adapter"
 TRUSTED = "codex"
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "FACTLEDGER_TRUST_POLICY",
-        "FACTLEDGER_TRUST_ADAPTERS",
-        "BERNSTEIN_MEMORY_TRUST_POLICY",
-        "BERNSTEIN_MEMORY_TRUST_ADAPTERS",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
 def kb(store: SQLiteMemoryStore, adapter: str | None, task: str = "task-a") -> CrossTaskKB:
     return CrossTaskKB(store, run_id="run-1", producer_task_id=task, source_adapter=adapter)
 

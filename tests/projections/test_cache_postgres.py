@@ -36,7 +36,7 @@ from replay import (  # noqa: E402
     verify,
     verify_inclusion,
 )
-from tests.eventlog.conftest import PgLog  # noqa: E402
+from tests.postgres import PgLog  # noqa: E402
 from tests.projections.test_cache import _tailer, _writer, added, tables  # noqa: E402
 from tests.replay.test_history import script  # noqa: E402
 

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from projections import environment
 from projections.environment import SETTINGS
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for setting in SETTINGS:
-        for name in setting.variables:
-            monkeypatch.delenv(name, raising=False)
-    yield
 
 
 def test_every_setting_names_factledger_first() -> None:

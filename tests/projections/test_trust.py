@@ -15,12 +15,6 @@ ENV = (
 )
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ENV:
-        monkeypatch.delenv(name, raising=False)
-
-
 def entry(adapter: str | None) -> MemoryEntry:
     return MemoryEntry(
         id=1, type="learning", content="x", tags=[], created_at=0.0, source_adapter=adapter

@@ -19,13 +19,6 @@ from projections.reads import Readable
 ROOT = Path(__file__).resolve().parents[2]
 """The repository root, put on the children's PYTHONPATH."""
 
-TRUST_ENV = (
-    "FACTLEDGER_TRUST_POLICY",
-    "FACTLEDGER_TRUST_ADAPTERS",
-    "BERNSTEIN_MEMORY_TRUST_POLICY",
-    "BERNSTEIN_MEMORY_TRUST_ADAPTERS",
-)
-
 Row = tuple[Any, ...]
 Tables = dict[str, list[Row]]
 
@@ -33,8 +26,6 @@ Tables = dict[str, list[Row]]
 def spawn_worker(*args: str) -> subprocess.Popen[str]:
     """Start `python -m tests.reliability.workers ARGS` with line-based pipes to talk to it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for name in TRUST_ENV:
-        env.pop(name, None)
     return subprocess.Popen(
         [sys.executable, "-m", "tests.reliability.workers", *args],
         cwd=ROOT,

@@ -42,7 +42,6 @@ from replay import (
 )
 from replay.errors import KeyFileError, NotAuthorizedError
 from tests.reliability.support import (
-    TRUST_ENV,
     assert_chain_verifies,
     assert_read_model_is_the_log_refolded,
     live_tables,
@@ -89,12 +88,6 @@ class Subject:
     store: SQLiteMemoryStore
     kb: CrossTaskKB
     spare_path: Path
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in TRUST_ENV:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

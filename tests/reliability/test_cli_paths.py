@@ -5,36 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from eventlog import RecallRecorded
 from projections import MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
 from projections.prompt import visible
 from replay.cli import main
-from tests.reliability.support import TRUST_ENV, as_reader
+from tests.reliability.support import as_reader
 from tests.reliability.test_poisoning import ATTACKER, PAYLOADS, fenced_blocks
-
-ATTRIBUTION_ENV = (
-    "FACTLEDGER_ADAPTER",
-    "BERNSTEIN_ADAPTER",
-    "FACTLEDGER_TASK_ID",
-    "BERNSTEIN_TASK_ID",
-    "FACTLEDGER_RUN_ID",
-    "BERNSTEIN_RUN_ID",
-    "FACTLEDGER_DB",
-)
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in (*TRUST_ENV, *ATTRIBUTION_ENV):
-        monkeypatch.delenv(name, raising=False)
-    yield
-    structlog.reset_defaults()
 
 
 def run(*args: str) -> int:

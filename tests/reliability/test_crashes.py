@@ -11,6 +11,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from eventlog import FactPublished, MemoryAdded, RecordedEvent, open_log, verify_chain
 from projections import CrossTaskKB, SQLiteMemoryStore
 from tests.reliability.support import (
@@ -101,6 +103,7 @@ def _check_current_facts(store: SQLiteMemoryStore, records: list[RecordedEvent])
         assert expected == actual
 
 
+@pytest.mark.slow
 def test_sigkilled_writer_loses_no_acknowledged_write_and_leaves_no_partial_batch(
     tmp_path: Path,
 ) -> None:

@@ -22,7 +22,6 @@ from eventlog import FactledgerError, SQLiteEventLog, StorageError, open_log
 from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
 from tests.reliability.support import (
     NOBODY,
-    TRUST_ENV,
     Report,
     as_reader,
     assert_chain_verifies,
@@ -30,12 +29,6 @@ from tests.reliability.support import (
     live_tables,
     written_text,
 )
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in TRUST_ENV:
-        monkeypatch.delenv(name, raising=False)
 
 
 def digest(path: Path) -> str:

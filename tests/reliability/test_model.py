@@ -46,7 +46,7 @@ from replay.errors import NotAuthorizedError
 from replay.keys import OperatorKey, generate_key, read_operator_key
 from replay.operators import add_operator, remove_operator
 from replay.quarantine import quarantine, release
-from tests.reliability.support import TRUST_ENV, assert_read_model_is_the_log_refolded
+from tests.reliability.support import assert_read_model_is_the_log_refolded
 
 TS_NS = 1_764_374_400_000_000_000
 """Every event gets this timestamp: order must come from positions alone."""
@@ -936,9 +936,8 @@ def key_file(directory: Path, name: str) -> Path:
     return directory / f"{name}.key"
 
 
-def test_store_behaves_like_its_plain_python_model(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+@pytest.mark.slow
+def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
     """Random sequences of adds, batches (some with a bad row), removes, publishes, decays,
     prunes, recalls by tasks (whose later writes derive from what they read) and writes
     declaring their sources, quarantines and releases, conflict policies and approvals or
@@ -947,8 +946,6 @@ def test_store_behaves_like_its_plain_python_model(
     checks: every read and every receipt (tainted entries kept out, naming their source)
     equals the model's answer, the head is always the model's, and whenever checked the read
     model equals a refold of the log."""
-    for name in TRUST_ENV:
-        monkeypatch.delenv(name, raising=False)
     StoreMachine.examples = StoreMachine.steps = 0
     StoreMachine.quarantines = StoreMachine.releases = 0
     StoreMachine.refused = StoreMachine.forged = 0

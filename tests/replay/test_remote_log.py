@@ -37,11 +37,9 @@ from replay import (
     set_conflict_policy,
     verify,
 )
-from tests.eventlog.conftest import PgLog, pg, pg_server
+from tests.postgres import PgLog
 from tests.projections.test_legacy import ROWS, legacy_file
 from tests.replay.test_history import script
-
-__all__ = ["pg", "pg_server"]
 
 
 @pytest.fixture

@@ -27,12 +27,6 @@ from tests.replay.spread import TRUSTING, three_hops
 STRICT = MemoryTrustPolicy(trusted_adapters=frozenset({"claude-code"}))
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("FACTLEDGER_TRUST_POLICY", "FACTLEDGER_TRUST_ADAPTERS", "FACTLEDGER_TRUST_TAINT"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def test_a_summary_of_poison_is_kept_out_of_a_third_prompt(db_path: Path) -> None:
     """The third prompt excludes the summary and its receipt names the poison as the taint."""
     poison, summary = three_hops(db_path)

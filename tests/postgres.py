@@ -1,4 +1,5 @@
-"""PostgreSQL for the log's tests: one server per run, one schema (and its roles) per test.
+"""PostgreSQL for the tests (a pytest plugin, loaded by tests/conftest.py): one server per run,
+one schema (and its roles) per test.
 
 The server is `FACTLEDGER_TEST_DSN` (default: postgres on 127.0.0.1:5432, as CI's machine
 runs it). When none answers the PostgreSQL tests skip, or fail under `FACTLEDGER_REQUIRE_PG=1`.
