@@ -669,9 +669,21 @@ class _Transaction:
         """Send pending rows and COMMIT in one round trip."""
         if self._head is None:
             return
-        with self._conn.pipeline():
-            self._send_pending()
-            self._conn.execute(_SQL_COMMIT)
+        # A refused row fails the pipeline either while COMMIT is queued or when the pipeline
+        # ends, as the server's reply happens to arrive; the first error is the one raised
+        # either way, and psycopg is never left to log the second ("pipeline aborted").
+        first: psycopg.Error | None = None
+        try:
+            with self._conn.pipeline():
+                try:
+                    self._send_pending()
+                    self._conn.execute(_SQL_COMMIT)
+                except psycopg.Error as exc:
+                    first = exc
+        except psycopg.Error as exc:
+            first = first or exc
+        if first is not None:
+            raise first
 
     def commit_or_settle(self) -> None:
         """Commit; if the connection is lost on the way, find out by event id whether the
