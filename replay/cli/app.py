@@ -7,18 +7,15 @@ Exit codes: 0 done, 1 an error or bad input, 2 tampering found (commands that ch
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata
-import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import click
-import structlog
 
 from eventlog import FactledgerError, InvalidInputError, LogMissingError, StorageError, open_log
 from eventlog.checks import check_actor, check_identifier, check_optional_actor
@@ -30,6 +27,7 @@ from projections import (
     environment,
 )
 from replay.cli import output
+from replay.cli.logs import logging_to_stderr
 from replay.keys import OperatorKey, read_operator_key
 from replay.operators import Actor
 
@@ -298,35 +296,6 @@ def app(ctx: click.Context, db: str | None, dsn: str | None, as_json: bool) -> N
     log is in PostgreSQL and --db names this host's cache of it.
     """
     ctx.obj = Session(db=db or environment.db_path(), as_json=as_json, dsn=dsn or environment.dsn())
-
-
-@contextlib.contextmanager
-def logging_to_stderr() -> Iterator[None]:
-    """While a command runs, log records go to stderr (warnings and above; everything with
-    FACTLEDGER_DEBUG), rendered with their fields; stdout carries only results."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
-            ],
-            foreign_pre_chain=[
-                structlog.stdlib.add_log_level,
-                structlog.stdlib.ExtraAdder(),
-                structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S", utc=False),
-            ],
-        )
-    )
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG if environment.debug() else logging.WARNING)
-    try:
-        yield
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

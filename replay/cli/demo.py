@@ -55,13 +55,13 @@ class _Records(logging.Handler):
 def _captured_logs() -> Iterator[list[dict[str, Any]]]:
     """factledger's log records while the block runs, kept from every other handler."""
     logger = logging.getLogger("factledger")
-    records, propagate = _Records(), logger.propagate
-    logger.addHandler(records)
+    records, handlers, propagate = _Records(), logger.handlers, logger.propagate
+    logger.handlers = [records]
     logger.propagate = False
     try:
         yield records.fields
     finally:
-        logger.removeHandler(records)
+        logger.handlers = handlers
         logger.propagate = propagate
 
 
