@@ -58,6 +58,7 @@ from eventlog.events import (
 from eventlog.sqlite import SQLiteEventLog
 from eventlog.stored import chain_at
 from eventlog.verify import ChainReport, ChainWalker, Problem, verify_chain
+from eventlog.version import __version__
 
 if TYPE_CHECKING:
     from eventlog.postgres import PostgresEventLog
@@ -108,6 +109,7 @@ __all__ = [
     "StoredRow",
     "TrustSettings",
     "UnknownEventKindError",
+    "__version__",
     "chain_at",
     "content_hash",
     "decode_record",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from eventlog import __version__
 from projections import conflicts, inquiries, lineage
 from projections.agent_reads import (
     TRUSTED,
@@ -99,6 +100,7 @@ __all__ = [
     "ScratchDatabase",
     "SyncTimeoutError",
     "TableWriter",
+    "__version__",
     "active_trust_policy",
     "batches",
     "check_key",

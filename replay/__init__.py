@@ -3,6 +3,7 @@ history, forensics, and the `factledger` command line."""
 
 from __future__ import annotations
 
+from eventlog import __version__
 from replay.audit import AuditProblem, AuditReport, CheckpointSummary, verify
 from replay.checkpoints import Checkpoint, NoteSignature, checkpoint
 from replay.conflicts import HeldVersion, approve, reject, set_conflict_policy
@@ -95,6 +96,7 @@ __all__ = [
     "SuspectEvent",
     "TableComparison",
     "UnsignedCheckpointError",
+    "__version__",
     "add_operator",
     "approve",
     "as_of",

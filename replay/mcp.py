@@ -28,7 +28,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from eventlog import FactledgerError, InvalidTypeError
+from eventlog import FactledgerError, InvalidTypeError, __version__
 from projections import (
     AgentFacts,
     AgentIdentity,
@@ -364,6 +364,7 @@ def build_server(
     with _logging_left_alone():
         return MCPServer(
             SERVER_NAME,
+            version=__version__,
             instructions=_instructions(identity),
             tools=tools,
             lifespan=connection,

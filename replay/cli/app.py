@@ -7,7 +7,6 @@ Exit codes: 0 done, 1 an error or bad input, 2 tampering found (commands that ch
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
@@ -17,7 +16,14 @@ from typing import Any
 
 import click
 
-from eventlog import FactledgerError, InvalidInputError, LogMissingError, StorageError, open_log
+from eventlog import (
+    FactledgerError,
+    InvalidInputError,
+    LogMissingError,
+    StorageError,
+    __version__,
+    open_log,
+)
 from eventlog.checks import check_actor, check_identifier, check_optional_actor
 from projections import (
     CrossTaskKB,
@@ -270,13 +276,6 @@ class _Group(click.Group):
             )
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version(PROG)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 @click.group(
     PROG,
     cls=_Group,
@@ -285,7 +284,7 @@ def _version() -> str:
     epilog="Every command takes --db PATH, --dsn DSN and --json, before or after its name. "
     "`factledger COMMAND --help` describes one command.",
 )
-@click.version_option(_version(), "--version", prog_name=PROG, message="%(prog)s %(version)s")
+@click.version_option(__version__, "--version", prog_name=PROG, message="%(prog)s %(version)s")
 @click.pass_context
 def app(ctx: click.Context, db: str | None, dsn: str | None, as_json: bool) -> None:
     """Shared agent memory on an append-only, hash-chained log: who wrote every byte, every

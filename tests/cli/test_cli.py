@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import os
 import subprocess
@@ -192,11 +193,16 @@ def test_export_and_import_legacy(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
-    """--version prints the installed version and exits 0."""
+    """--version prints the installed distribution's version, which every package exports."""
+    import eventlog
+    import projections
+    import replay
     from replay.cli import main
 
+    installed = importlib.metadata.version("factledger")
     assert 0 == main(["--version"])
-    assert capsys.readouterr().out.startswith("factledger 0.")
+    assert f"factledger {installed}\n" == capsys.readouterr().out
+    assert [installed] * 3 == [eventlog.__version__, projections.__version__, replay.__version__]
 
 
 def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:

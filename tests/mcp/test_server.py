@@ -3,6 +3,7 @@ reads with receipts, tool errors with factledger's message, and a real stdio ser
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import re
@@ -89,6 +90,14 @@ def events(db: Path) -> list[RecordedEvent]:
 
 
 # -- the tools ------------------------------------------------------------------------------
+
+
+async def test_the_server_reports_the_installed_version(agent: Client) -> None:
+    """The server names itself and the factledger version it runs, as installed."""
+    assert ("factledger", importlib.metadata.version("factledger")) == (
+        agent.server_info.name,
+        agent.server_info.version,
+    )
 
 
 async def test_the_server_offers_exactly_five_tools_none_taking_an_identity(
