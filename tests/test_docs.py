@@ -33,6 +33,23 @@ def test_ci_installs_and_tests_exactly_as_readme_says() -> None:
     assert ".venv/bin/python -m pytest" in ci.splitlines()[-1]
 
 
+def test_ci_first_runs_what_users_install() -> None:
+    """Before the suite, .ci/run builds the wheel, installs it (not editable) with its extras
+    outside the checkout, and runs the command line, the demo and an MCP round trip there."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    suite = ci.index("-m pip install --quiet -e '.[dev]'")
+    for step in (
+        "pip wheel --quiet --no-deps",
+        'pip install --quiet "${WHEELS[0]}[postgres,mcp]"',
+        'cd "$WORK"',
+        "user-env/bin/factledger --version",
+        "user-env/bin/factledger demo",
+        "user-env/bin/python mcp_round_trip.py",
+    ):
+        assert ci.index(step) < suite, step
+    assert "mktemp -d" in ci and (ROOT / ".ci" / "mcp_round_trip.py").is_file()
+
+
 @pytest.mark.parametrize("command", sorted(app.commands))
 def test_every_command_is_documented(command: str) -> None:
     """Each `factledger` subcommand appears in README's command table and has help text."""
@@ -42,7 +59,8 @@ def test_every_command_is_documented(command: str) -> None:
 
 def test_the_environment_table_is_the_modules_table() -> None:
     """README's one table of environment variables lists exactly projections.environment's
-    settings: their variables in precedence order, defaults and meanings."""
+    settings: their variables in precedence order, defaults and meanings; the Development
+    section alone names the test suite's own variables."""
     section = README.split("\n## The environment\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     expected = [
@@ -57,8 +75,11 @@ def test_the_environment_table_is_the_modules_table() -> None:
         for setting in SETTINGS
     ]
     assert expected == rows
-    named = set(re.findall(r"`((?:FACTLEDGER|BERNSTEIN)_[A-Z_]+)`", README))
+    product, development = README.split("\n## Development\n", 1)
+    named = set(re.findall(r"`((?:FACTLEDGER|BERNSTEIN)_[A-Z_]+)`", product))
     assert {name for setting in SETTINGS for name in setting.variables} == named
+    test_suite = set(re.findall(r"`((?:FACTLEDGER|BERNSTEIN)_[A-Z_]+)`", development))
+    assert {"FACTLEDGER_TEST_DSN", "FACTLEDGER_REQUIRE_PG"} == test_suite
 
 
 def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
