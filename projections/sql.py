@@ -45,6 +45,8 @@ CHECKPOINT_ADVANCE = (
     "UPDATE fl_projector_checkpoint SET position = ?, chain_hash = ? WHERE name = ?"
 )
 CHECKPOINT_ROWS = "SELECT name, version, position, chain_hash FROM fl_projector_checkpoint"
+DATA_VERSION = "PRAGMA data_version"
+"""Changes whenever another connection commits to the file (never for this one's commits)."""
 
 # -- a host's cache of a log held elsewhere -------------------------------------------------
 
