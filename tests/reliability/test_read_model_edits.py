@@ -288,6 +288,44 @@ def served(store: SQLiteMemoryStore) -> list[str]:
 
 
 @pytest.mark.parametrize("statement", CHECKPOINT_EDITS.values(), ids=CHECKPOINT_EDITS.keys())
+def test_deep_verify_fails_naming_the_checkpoint_edit_that_hid_the_poison(
+    quarantined: Path, statement: str, cli: Cli
+) -> None:
+    """The reproduction: a quarantine undone by hand, then the checkpoint table edited so no
+    projection would be compared. --deep exits 2 naming `fl_projector_checkpoint` and the
+    tables it could not compare; an emptied or dropped table fails plain verify too."""
+    edit(quarantined, POISONED)
+    edit(quarantined, statement)
+    report = verify(quarantined, deep=True)
+    assert (False, "read_model_drift") == (report.ok, report.problem)
+    assert report.read_model is not None and [] == report.read_model.compared
+    assert {"fl_projector_checkpoint"} == {d.table for d in report.read_model.drift}
+    assert ["name='knowledge'", "name='receipts'", "name='lineage'"] == [
+        d.row for d in report.read_model.drift
+    ]
+    assert report.reason is not None and "fl_quarantined" in report.reason
+    code, out, _ = cli("verify", "--deep", "--db", str(quarantined))
+    assert 2 == code and "fl_projector_checkpoint" in " ".join(out.split())
+    plain = cli("verify", "--db", str(quarantined))[0]
+    assert (0 if statement == CHECKPOINT_EDITS["versions"] else 2) == plain
+
+
+def test_deep_verify_of_a_log_with_no_read_model_names_what_it_did_not_compare(
+    db_path: Path, cli: Cli
+) -> None:
+    """A log written through `eventlog` alone keeps no read model: plain verify passes, and
+    --deep exits 2 naming every projection it could not compare."""
+    bare = open_log(db_path)
+    bare.append(NewEvent(payload=MemoryAdded(type="learning", content="x"), producer_task_id="b"))
+    bare.close()
+    assert verify(db_path).ok
+    report = verify(db_path, deep=True)
+    assert report.read_model is not None and 3 == report.read_model.differences
+    assert all("not compared: no read model" in d.reason for d in report.read_model.drift)
+    assert 2 == cli("verify", "--deep", "--db", str(db_path))[0]
+
+
+@pytest.mark.parametrize("statement", CHECKPOINT_EDITS.values(), ids=CHECKPOINT_EDITS.keys())
 def test_a_long_running_handle_never_serves_quarantined_poison_after_an_edit(
     quarantined: Path, statement: str, caplog: pytest.LogCaptureFixture
 ) -> None:
