@@ -287,7 +287,7 @@ class Projection:
         whose checkpoints no longer name the log's head at the code's versions (edited,
         emptied, or behind an append around the API) is refolded first, as `open` does."""
         with self._log.snapshot() as snap:
-            if self._known_current(snap.head()):
+            if self._known_current(snap, with_head=False):
                 yield _FileSnapshot(snap, self._db)
                 return
         self._reopen()
@@ -325,15 +325,23 @@ class Projection:
         with self._log.transaction() as tx:
             self._refresh(tx)
 
-    def _known_current(self, head: Head) -> bool:
-        """`current_at(head)`, skipped while no other connection has committed to the file
-        since this handle last found it so at `head` (its own commits fold as they go)."""
-        seen = (self._db.execute(sql.DATA_VERSION)[0][0], head)
-        if seen == self._verified:
+    def _known_current(self, snap: ReadSnapshot, *, with_head: bool) -> bool:
+        """`current_at(snap.head())`, skipped while no other connection has committed to the
+        file since this handle last found it so (`PRAGMA data_version`; its own appends fold
+        as they go) and, `with_head`, the head is still the one it found or wrote (an append
+        around the API through this handle's own log is caught up before a write)."""
+        version = self._db.execute(sql.DATA_VERSION)[0][0]
+        verified = self._verified
+        if (
+            verified is not None
+            and verified[0] == version
+            and (not with_head or snap.head() == verified[1])
+        ):
             return True
+        head = snap.head()
         if not self.current_at(head):
             return False
-        self._verified = seen
+        self._verified = (version, head)
         return True
 
     def _reopen(self) -> None:
@@ -453,11 +461,10 @@ class Projection:
     def _ensure_current(self, tx: LogTransaction) -> int:
         """The log's head in `tx`, the read model folded up to it first: caught up after an
         append around the API, refolded where its checkpoints were edited or emptied."""
-        head = tx.head()
-        if not self._known_current(head):
+        if not self._known_current(tx, with_head=True):
             self._refresh(tx)
             self._verified = None
-        return head.position
+        return tx.head().position
 
 
 class FileTransaction:
