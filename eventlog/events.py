@@ -3,9 +3,9 @@
 Payloads are frozen, keyword-only msgspec Structs on one tagged base; the tag is the event's
 `kind`. A shipped tag is never renamed, and fields added later get defaults, so every stored
 event stays decodable. Fields added after events were first stored (an operator's
-`authorization`, an import's `claims`, a write's `derived_from`) default to `UNSET` and are
-left out of the encoding when unset, so a stored event of an earlier version still
-re-encodes to its very bytes.
+`authorization`, an import's `claims`, a write's `derived_from`, a policy's `owners`) default
+to `UNSET` and are left out of the encoding when unset, so a stored event of an earlier
+version still re-encodes to its very bytes.
 """
 
 from __future__ import annotations
@@ -185,9 +185,9 @@ class OperatorRemoved(Payload, tag="operator_removed", frozen=True, kw_only=True
 
 
 ON_CONFLICT = ("allow", "deny", "hold")
-"""What a conflict policy does with an overwrite under another adapter than the current
-version's: `allow` (last write wins), `deny` (recorded, never current), `hold` (pending until
-an operator approves or rejects it)."""
+"""What a conflict policy does with a version written by someone who does not own the fact:
+`allow` (last write wins), `deny` (recorded, never current), `hold` (pending until an
+operator approves or rejects it)."""
 
 
 class ConflictPolicySet(Payload, tag="conflict_policy_set", frozen=True, kw_only=True):
@@ -197,6 +197,11 @@ class ConflictPolicySet(Payload, tag="conflict_policy_set", frozen=True, kw_only
     tag: str
     on_conflict: str
     scope: str | UnsetType = UNSET
+    owners: tuple[str, ...] | UnsetType = UNSET
+    """Under `deny` and `hold`, the adapters that own the tag's facts: their versions, and
+    versions written under no adapter (an operator's), become current; any other adapter's
+    is denied or held, whoever wrote first. Unset on policies written before owners existed:
+    the adapter of the version current when another is written owns it (the first writer)."""
     authorization: Authorization | UnsetType = UNSET
 
 

@@ -15,7 +15,8 @@ once, whichever gets there first.
 The cache records the id of the log it folds. A cache of another log, one ahead of the log,
 or one whose checkpoint holds a chain value the log does not, is refused
 (`CacheRefusedError`) and left as it is: it may be the only record of history the log lost.
-A deleted cache is rebuilt from the log.
+A deleted cache is rebuilt from the log, and so is one whose checkpoints were edited or
+emptied, even under a handle that opened it long before (each read checks them).
 """
 
 from __future__ import annotations
@@ -54,12 +55,14 @@ from projections.projector import (
     advance,
     await_position,
     batches,
+    checkpoint_rows,
     checkpoints_at,
     copy_tables,
     recreate,
     reset_checkpoints,
 )
 from projections.reads import Readable
+from projections.tables import table_exists
 
 log = get_logger("factledger.projections")
 
@@ -123,11 +126,11 @@ class CacheProjection:
         with self._cache.write() as db:
             self._claim(db)
             db.execute(sql.CHECKPOINT_DDL)
-            rows = db.execute(sql.CHECKPOINT_ROWS)
-            for position, chain_hash in {(row[2], row[3]) for row in rows}:
+            rows = checkpoint_rows(db)
+            for position, chain_hash in {row[1:] for row in rows.values()}:
                 self._check(Head(position=position, chain_hash=chain_hash))
             if self._state_of(rows) is None:
-                if rows:
+                if rows or any(table_exists(db, t) for p in self._projectors for t in p.tables):
                     log.warning("cache_rebuild", path=self._cache.path, reason="projectors")
                 for projector in self._projectors:
                     recreate(db, projector)
@@ -178,10 +181,27 @@ class CacheProjection:
     def snapshot(self) -> Iterator[ModelSnapshot]:
         """A consistent read of the cache, caught up to the log's head first."""
         with self._cache.lock:
-            if not self._cache.in_transaction:
-                self.catch_up()
-            with self._cache.read() as db:
+            if self._cache.in_transaction:
+                with self._cache.read() as db:
+                    yield _CacheSnapshot(self, db)
+                return
+            self.catch_up()
+            with self.checked_read() as db:
                 yield _CacheSnapshot(self, db)
+
+    @contextmanager
+    def checked_read(self) -> Iterator[sql.CacheDatabase]:
+        """One read of the cache whose checkpoints name one position at the code's versions:
+        a cache whose checkpoints were edited or emptied since this handle opened it is
+        opened again first (rebuilt from the log), so its edited rows are never served."""
+        with self._cache.read() as db:
+            if self._state_of(checkpoint_rows(db)) is not None:
+                yield db
+                return
+        log.warning("cache_rebuild", path=self._cache.path, reason="checkpoints changed")
+        self.open()
+        with self._cache.read() as db:
+            yield db
 
     @contextmanager
     def transaction(self) -> Iterator[CacheTransaction]:
@@ -312,7 +332,7 @@ class CacheProjection:
 
     def _state(self, db: Readable) -> Head:
         """Where the cache is: the one checkpoint every projector shares."""
-        state = self._state_of(db.execute(sql.CHECKPOINT_ROWS))
+        state = self._state_of(checkpoint_rows(db))
         if state is None:
             raise StorageError(
                 f"the cache {self._cache.path} was reset by a process with other projectors; "
@@ -320,9 +340,9 @@ class CacheProjection:
             )
         return state
 
-    def _state_of(self, rows: Sequence[tuple[Any, ...]]) -> Head | None:
-        """The checkpoint every projector shares at its code's version, or None."""
-        found = {row[0]: (row[1], row[2], row[3]) for row in rows}
+    def _state_of(self, found: dict[str, tuple[Any, ...]]) -> Head | None:
+        """The checkpoint every projector shares at its code's version (`checkpoint_rows`),
+        or None."""
         if set(found) != {p.name for p in self._projectors} or any(
             found[p.name][0] != p.version for p in self._projectors
         ):
@@ -393,7 +413,7 @@ class CacheTransaction:
     def _reading(self) -> _CacheSnapshot:
         if self._snapshot is None:
             self._projection.catch_up()
-            read = self._projection.database.read()
+            read = self._projection.checked_read()
             db = read.__enter__()
             self._read = read
             self._snapshot = _CacheSnapshot(self._projection, db)

@@ -3,9 +3,13 @@
 `read_model_drift` folds the log into a temporary file outside the log's directory, up to
 the position each projector's checkpoint names, and walks both sides' tables in primary-key
 order: a row missing, unexpected or different is drift, visibility flags included, so an
-entry hidden or shown against the log's remove and quarantine events is found.
+entry hidden or shown against the log's remove and quarantine events is found. It compares
+every projector or reports, as drift, each one it could not: no checkpoint, or one at
+another version of its code than this one (an edit, or a file not yet opened since an
+upgrade), so a checkpoint table edited to make the comparison skip the tables never passes.
 `checkpoint_drift` is the cheap part: projector checkpoints folded past the log's head, or at
-a chain value the log does not hold, show a log cut or rewritten under its read model.
+a chain value the log does not hold, show a log cut or rewritten under its read model, and a
+projector's tables kept with no checkpoint show the checkpoint table edited.
 The log's file is only read.
 """
 
@@ -23,7 +27,7 @@ from eventlog import Head, ReadSnapshot, SQLiteEventLog, chain_at
 from eventlog.chain import genesis
 from projections import sql
 from projections.drift import same_text
-from projections.projector import Projector, fold
+from projections.projector import Projector, checkpoint_rows, fold, tables_kept
 from projections.reads import Readable, Row
 from projections.tables import table_exists, table_rows
 from projections.view import default_projectors
@@ -32,6 +36,7 @@ SHOWN_DRIFT = 20
 """Differences a drift report names one by one; the rest are counted."""
 SHOWN_VALUE_CHARS = 64
 """Values at most this long are quoted in a drift report; longer ones are only named."""
+CHECKPOINTS = "fl_projector_checkpoint"
 
 
 class Drift(msgspec.Struct, frozen=True, kw_only=True):
@@ -48,11 +53,9 @@ class DriftReport(msgspec.Struct, frozen=True, kw_only=True):
 
     compared: list[str]
     """The tables compared row by row."""
-    skipped: list[str]
-    """Projectors not compared, and why (none folded here, or folded by another version:
-    opening a store refolds those from the log)."""
     differences: int
-    """Rows that differ (and checkpoints the log does not bear out)."""
+    """Rows that differ, checkpoints the log does not bear out, and projectors that could not
+    be compared (named in `drift` under `fl_projector_checkpoint`)."""
     drift: list[Drift]
     """The first `SHOWN_DRIFT` of them."""
 
@@ -61,16 +64,17 @@ def checkpoint_drift(event_log: SQLiteEventLog) -> list[Drift]:
     """Projector checkpoints in the log's file that the log does not bear out: folded past
     its head, or at a chain value it does not hold. Cheap: one row per projector."""
     with event_log.snapshot() as snap:
-        return _checkpoint_drift(sql.in_log_file(event_log), snap, event_log.log_id)[0]
+        return _checkpoint_drift(sql.in_log_file(event_log), snap, event_log.log_id, deep=False)[0]
 
 
 def read_model_drift(event_log: SQLiteEventLog) -> DriftReport:
     """Compare every projector's tables in the log's file with the log refolded up to that
-    projector's checkpoint, row by row, in one read of the file. The refold goes to a
-    temporary file outside the log's directory; the log's file is only read."""
+    projector's checkpoint, row by row, in one read of the file; a projector that cannot be
+    compared is drift. The refold goes to a temporary file outside the log's directory; the
+    log's file is only read."""
     live = sql.in_log_file(event_log)
     with event_log.snapshot() as snap:
-        drift, groups, skipped = _checkpoint_drift(live, snap, event_log.log_id)
+        drift, groups = _checkpoint_drift(live, snap, event_log.log_id, deep=True)
         differences = len(drift)
         compared: list[str] = []
         for at, projectors in groups.items():
@@ -83,24 +87,35 @@ def read_model_drift(event_log: SQLiteEventLog) -> DriftReport:
                         differences += 1
                         if len(drift) < SHOWN_DRIFT:
                             drift.append(found)
-    return DriftReport(compared=compared, skipped=skipped, differences=differences, drift=drift)
+    return DriftReport(compared=compared, differences=differences, drift=drift)
 
 
 def _checkpoint_drift(
-    live: Readable, snap: ReadSnapshot, log_id: str
-) -> tuple[list[Drift], dict[Head, list[Projector]], list[str]]:
-    """Checkpoints the log does not bear out; the projectors that can be compared, grouped
-    by the position their checkpoints name; and those skipped, with why."""
+    live: Readable, snap: ReadSnapshot, log_id: str, *, deep: bool
+) -> tuple[list[Drift], dict[Head, list[Projector]]]:
+    """Checkpoints the log does not bear out (and, when `deep`, projectors that cannot be
+    compared), and the projectors that can be, grouped by the position their checkpoints
+    name."""
     drift: list[Drift] = []
     groups: dict[Head, list[Projector]] = {}
-    skipped: list[str] = []
     head = snap.head()
-    rows = live.execute(sql.CHECKPOINT_ROWS) if live.execute(sql.CHECKPOINT_TABLE_EXISTS) else []
-    folded = {row[0]: row[1:] for row in rows}
+    folded = checkpoint_rows(live)
     for projector in default_projectors(log_id):
         where = f"name={projector.name!r}"
         if projector.name not in folded:
-            skipped.append(f"{projector.name}: no read model of it is kept in this file")
+            kept = tables_kept(live, projector)
+            if kept:
+                reason = (
+                    f"no checkpoint, though its tables are kept ({', '.join(kept)}): the "
+                    "checkpoint table was edited, and how far they were folded is unknown"
+                )
+                drift.append(Drift(table=CHECKPOINTS, row=where, reason=reason))
+            elif deep:
+                reason = (
+                    f"not compared: no read model of it is kept in this file (opening a store "
+                    f"on the file folds {', '.join(projector.tables)})"
+                )
+                drift.append(Drift(table=CHECKPOINTS, row=where, reason=reason))
             continue
         version, position, chain_hash = folded[projector.name]
         if not isinstance(position, int) or position < 0 or position > head.position:
@@ -108,7 +123,7 @@ def _checkpoint_drift(
                 f"folded up to position {position}, past the log's head {head.position}: "
                 "events the read model saw are gone from the log"
             )
-            drift.append(Drift(table="fl_projector_checkpoint", row=where, reason=reason))
+            drift.append(Drift(table=CHECKPOINTS, row=where, reason=reason))
             continue
         held = genesis(log_id).hex() if position == 0 else chain_at(snap, position)
         if held is None or not isinstance(chain_hash, str) or not same_text(chain_hash, held):
@@ -116,16 +131,19 @@ def _checkpoint_drift(
                 f"folded up to position {position} at a chain value the log does not hold "
                 "there: the log's history differs from what was folded"
             )
-            drift.append(Drift(table="fl_projector_checkpoint", row=where, reason=reason))
+            drift.append(Drift(table=CHECKPOINTS, row=where, reason=reason))
             continue
         if version != projector.version:
-            skipped.append(
-                f"{projector.name}: folded by version {version} of its code, not "
-                f"{projector.version} (opening a store refolds it from the log)"
-            )
+            if deep:
+                reason = (
+                    f"not compared: {', '.join(projector.tables)} were folded by version "
+                    f"{version!r} of its code, not {projector.version}; edited, unless the "
+                    "file was not opened since an upgrade (opening a store refolds them)"
+                )
+                drift.append(Drift(table=CHECKPOINTS, row=where, reason=reason))
             continue
         groups.setdefault(Head(position=position, chain_hash=held), []).append(projector)
-    return drift, groups, skipped
+    return drift, groups
 
 
 def _table_drift(live: Readable, fresh: Readable, table: str) -> Iterator[Drift]:

@@ -1,10 +1,17 @@
-"""Conflict policy per tag: what an overwrite under another adapter does to a fact.
+"""Conflict policy per tag: which writers' versions of a fact may become current.
 
-`allow` is last-write-wins by position (the default). Under `deny`, a version written under
-another adapter than the current version's is recorded and never becomes current; under
-`hold`, it waits (`pending`) until an operator approves it (then it becomes current, unless
-a later version already is) or rejects it. Readers keep seeing the previous version. Held
-versions live in their own table, so no read of `fl_fact` can serve one by accident.
+`allow` is last-write-wins by position (the default). Under `deny` and `hold`, the policy
+names the adapters that own the tag's facts (`ConflictPolicySet.owners`): a version written
+under an owner, or under no adapter (an operator's write), becomes current as under `allow`;
+a version under any other adapter is recorded and never becomes current (`deny`), or waits
+(`pending`) until an operator approves it (then it becomes current, unless a later version
+already is) or rejects it, whoever wrote first. A policy written before owners existed keeps
+its first meaning: the adapter of the version current when another is written owns it, so
+its first writer does. Readers keep seeing the current version. Held versions live in their
+own table, so no read of `fl_fact` can serve one by accident.
+
+A policy applies to versions written after it: a version current when it is set stays
+current until an owner writes (quarantine removes it sooner).
 
 The knowledge projector calls these as it folds, so policies, approvals and rejections (all
 operator actions, signed once the log has an operator) are honoured by rebuild and as-of.
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import msgspec
 from msgspec import UnsetType
 
 from eventlog import (
@@ -38,12 +46,32 @@ REJECTED = "rejected"
 
 Identity = tuple[str, str, str, str]
 Published = tuple[RecordedEvent, FactPublished]
+Policy = tuple[str, frozenset[str] | None]
+"""A policy in force: its mode, and its owners (None: the first writer owns)."""
+
+_OWNERS = msgspec.json.Decoder(tuple[str, ...])
 
 
 def set_policy(writer: TableWriter, position: int, payload: ConflictPolicySet) -> None:
     """Fold a policy: it applies to versions written after `position`."""
     scope = "" if isinstance(payload.scope, UnsetType) else payload.scope
-    writer.execute(sql.CONFLICT_POLICY_PUT, (scope, payload.tag, payload.on_conflict, position))
+    owners = None
+    if payload.on_conflict != ALLOW and not isinstance(payload.owners, UnsetType):
+        owners = msgspec.json.encode(sorted(set(payload.owners))).decode("utf-8")
+    writer.execute(
+        sql.CONFLICT_POLICY_PUT, (scope, payload.tag, payload.on_conflict, position, owners)
+    )
+
+
+def owned(policy: Policy, adapter: str | None, current: tuple[int, str | None] | None) -> bool:
+    """Whether a version written under `adapter` may become current under `policy`, given
+    the version current when it was written (its position and adapter), if any."""
+    mode, owners = policy
+    if mode == ALLOW:
+        return True
+    if owners is None:
+        return current is None or current[1] == adapter
+    return adapter is None or adapter in owners
 
 
 def admitted(
@@ -51,33 +79,44 @@ def admitted(
     facts: Sequence[Published],
     identity_of: Callable[[RecordedEvent, FactPublished], Identity],
 ) -> list[Published]:
-    """The versions among `facts` (in log order) that may become current; the others are
-    recorded as denied or pending. A version is kept out when its tag's policy is `deny` or
-    `hold` and it was written under another adapter than the version current at its position
-    (the table's, or an earlier admitted one in `facts`)."""
+    """The versions among `facts` (in log order) that may become current (`owned`); the
+    others are recorded as denied or pending. The version current at each one's position is
+    the table's, or an earlier admitted one in `facts`."""
     if not writer.execute(sql.CONFLICT_ANY):
         return list(facts)
-    policies: dict[str, dict[str, str]] = {}
+    policies: dict[str, dict[str, Policy]] = {}
     current: dict[Identity, tuple[int, str | None] | None] = {}
     kept: list[Published] = []
     for record, fact in facts:
         if fact.tag not in policies:
             rows = writer.execute(sql.CONFLICT_POLICIES_FOR, (fact.tag,))
-            policies[fact.tag] = {scope: mode for scope, _, mode in rows}
+            policies[fact.tag] = {scope: (mode, _owners(text)) for scope, mode, text in rows}
         by_scope = policies[fact.tag]
-        mode = by_scope.get(fact.scope, by_scope.get("", ALLOW))
+        policy = by_scope.get(fact.scope, by_scope.get("", (ALLOW, None)))
         identity = identity_of(record, fact)
         if identity not in current:
             found = writer.execute(sql.CONFLICT_CURRENT, identity)
             current[identity] = (found[0][0], found[0][1]) if found else None
         now = current[identity]
-        if mode != ALLOW and now is not None and now[1] != record.source_adapter:
-            status = DENIED if mode == DENY else PENDING
-            writer.execute(sql.HELD_INSERT, _held_row(record, fact, identity, status, now[0]))
+        if not owned(policy, record.source_adapter, now):
+            status = DENIED if policy[0] == DENY else PENDING
+            contested = None if now is None else now[0]
+            writer.execute(sql.HELD_INSERT, _held_row(record, fact, identity, status, contested))
             continue
         current[identity] = (record.position, record.source_adapter)
         kept.append((record, fact))
     return kept
+
+
+def _owners(text: str | None) -> frozenset[str] | None:
+    """A policy's owners as its row keeps them; a row edited past reading owns nothing (only
+    operators' versions become current) until `verify --deep` or a rebuild finds it."""
+    if text is None:
+        return None
+    try:
+        return frozenset(_OWNERS.decode(text))
+    except msgspec.DecodeError:
+        return frozenset()
 
 
 def decide(
@@ -119,12 +158,17 @@ def held_matching(
 
 
 def policies(db: Readable) -> list[Row]:
-    """Every tag's policy in force: (scope or '' for every scope, tag, on_conflict, position)."""
+    """Every tag's policy in force: (scope or '' for every scope, tag, on_conflict, position,
+    owners as a JSON array or None)."""
     return db.execute(sql.CONFLICT_POLICIES)
 
 
 def _held_row(
-    record: RecordedEvent, fact: FactPublished, identity: Identity, status: str, contested: int
+    record: RecordedEvent,
+    fact: FactPublished,
+    identity: Identity,
+    status: str,
+    contested: int | None,
 ) -> tuple[object, ...]:
     return (
         record.position,

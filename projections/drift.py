@@ -7,7 +7,9 @@ Before a memory entry is rendered into a prompt, `unconfirmed_entries` reads the
 the entry's position in the same snapshot and compares what the prompt shows: the text and
 its hash, the type, the adapter and the producer (an import's row may show the legacy
 row's claims, but only if the import could have been honoured: signed, or written under no
-adapter). Comparing a whole read model with a refold of the log is `projections.comparison`.
+adapter). It also holds the row's visibility to the read model's own quarantine table: a row
+shown (`hidden` cleared by hand) while a quarantine covers its position is kept out.
+Comparing a whole read model with a refold of the log is `projections.comparison`.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from eventlog import (
 )
 from eventlog.logs import get_logger
 from eventlog.signing import authorization_of, claims_of
+from projections import sql
 from projections.entries import MemoryEntry
 from projections.projector import ModelSnapshot
+from projections.reads import over_positions
 
 log = get_logger("factledger.projections")
 
@@ -69,11 +73,16 @@ def unconfirmed_entries(
     snap: ModelSnapshot, entries: Sequence[MemoryEntry]
 ) -> dict[int, tuple[str, ...]]:
     """The entries among `entries` whose rows their events in `snap` do not bear out, by
-    position, with the fields that differ. Each is logged as an error."""
+    position, with the fields that differ (`hidden` for a row shown that a quarantine
+    covers). Each is logged as an error."""
     head = snap.head().position
+    positions = [entry.id for entry in entries]
+    covered = {row[0] for row in over_positions(snap, sql.LINEAGE_QUARANTINED_AMONG, positions)}
     found: dict[int, tuple[str, ...]] = {}
     for entry in entries:
         problems = entry_problems(entry, _event_at(snap, entry.id, head))
+        if entry.id in covered:
+            problems = (*problems, "hidden")
         if problems:
             log.error(
                 READ_MODEL_MISMATCH, table="fl_memory", position=entry.id, fields=list(problems)

@@ -8,7 +8,8 @@ superseded; versions newer than it can only be quarantined ones. Quarantined eve
 every table but are flagged out of every read; subscribe falls back to the newest version
 not quarantined. An operator action the log's operators did not sign takes no effect here, so
 it reaches no reader, rebuild, time travel and history included. A tag's conflict policy can
-keep an overwrite from becoming current (`projections.conflicts`).
+keep a version by an adapter that does not own the fact from becoming current
+(`projections.conflicts`).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class KnowledgeProjector:
     Signatures cover the log's id, so the projector is made for one log."""
 
     name = "knowledge"
-    version = 4
+    version = 5
     tables = sql.KNOWLEDGE_TABLES + sql.CONFLICT_TABLES
 
     def __init__(self, log_id: str) -> None:

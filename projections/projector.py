@@ -12,16 +12,19 @@ elsewhere pairs with a local cache database instead (`projections.cache.CachePro
 the append commits in the log, then the cache folds it and advances its checkpoints; a crash
 in between leaves the cache behind, and the same catch-up repairs it. Both keep the
 `ReadModel` surface the store, its views and the prompt builder use.
+
+A handle holds its read model to the log on every read and write, not only when opened: a
+checkpoint table edited or emptied under a long-running handle (so that a quarantine row
+deleted or a `hidden` flag cleared by hand would otherwise be served until the next open)
+makes it refold what no longer matches, exactly as opening would.
 """
 
 from __future__ import annotations
 
 import itertools
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from types import TracebackType
 from typing import Any, Protocol
 
 from eventlog import (
@@ -33,6 +36,8 @@ from eventlog import (
     NewEvent,
     ReadSnapshot,
     RecordedEvent,
+    SQLiteEventLog,
+    StorageError,
     chain_at,
 )
 from eventlog.chain import genesis
@@ -41,7 +46,7 @@ from eventlog.logs import get_logger
 from projections import sql
 from projections.errors import SyncTimeoutError
 from projections.reads import Readable
-from projections.tables import table_chunks
+from projections.tables import table_chunks, table_exists
 
 log = get_logger("factledger.projections")
 
@@ -133,15 +138,23 @@ def copy_tables(writer: TableWriter, source: Readable, projectors: Sequence[Proj
                 writer.executemany(sql.TABLE_INSERT.format(table=table, marks=marks), chunk)
 
 
+def checkpoint_rows(db: Readable) -> dict[str, tuple[Any, ...]]:
+    """Each projector's checkpoint in `db` by name: (version, position, chain hash); none
+    when the checkpoint table is missing."""
+    if not db.execute(sql.CHECKPOINT_TABLE_EXISTS):
+        return {}
+    return {row[0]: tuple(row[1:]) for row in db.execute(sql.CHECKPOINT_ROWS)}
+
+
 def checkpoints_at(db: Readable, projectors: Sequence[Projector], head: Head) -> bool:
     """Whether every projector's checkpoint in `db` is `head` at its code's version."""
-    if not db.execute(sql.CHECKPOINT_TABLE_EXISTS):
-        return False
-    for projector in projectors:
-        row = db.execute(sql.CHECKPOINT_GET, (projector.name,))
-        if not row or tuple(row[0]) != (projector.version, head.position, head.chain_hash):
-            return False
-    return True
+    found = checkpoint_rows(db)
+    return all(found.get(p.name) == (p.version, head.position, head.chain_hash) for p in projectors)
+
+
+def tables_kept(db: Readable, projector: Projector) -> list[str]:
+    """The tables of `projector` that `db` holds."""
+    return [table for table in projector.tables if table_exists(db, table)]
 
 
 def reset_checkpoints(writer: TableWriter, projectors: Sequence[Projector], head: Head) -> None:
@@ -254,7 +267,9 @@ class Projection:
         self._db = sql.in_log_file(event_log)
         self._projectors = tuple(projectors)
         self._names = tuple(p.name for p in self._projectors)
-        self._known = -1
+        self._verified: tuple[int, Head] | None = None
+        """The file's data version (`PRAGMA data_version`, which only another connection's
+        commit changes) and the log's head when the checkpoints were last found current."""
 
     @property
     def projectors(self) -> tuple[Projector, ...]:
@@ -268,7 +283,14 @@ class Projection:
 
     @contextmanager
     def snapshot(self) -> Iterator[ModelSnapshot]:
-        """A consistent read of the read model, inside one read of the log."""
+        """A consistent read of the read model, inside one read of the log. A read model
+        whose checkpoints no longer name the log's head at the code's versions (edited,
+        emptied, or behind an append around the API) is refolded first, as `open` does."""
+        with self._log.snapshot() as snap:
+            if self._known_current(snap, with_head=False):
+                yield _FileSnapshot(snap, self._db)
+                return
+        self._reopen()
         with self._log.snapshot() as snap:
             yield _FileSnapshot(snap, self._db)
 
@@ -289,11 +311,7 @@ class Projection:
     def is_current(self) -> bool:
         """Whether every projector exists at its code's version and at the log's head."""
         with self._log.snapshot() as snap:
-            head = snap.head()
-            if not self.current_at(head):
-                return False
-        self._known = head.position
-        return True
+            return self.current_at(snap.head())
 
     def current_at(self, head: Head) -> bool:
         """Whether every projector's checkpoint is `head` at its code's version; ask inside
@@ -305,11 +323,44 @@ class Projection:
         if self.is_current():
             return
         with self._log.transaction() as tx:
-            self._db.execute(sql.CHECKPOINT_DDL)
-            self._reset_stale(tx)
-            self._catch_up(tx)
-            head = tx.head().position
-        self._known = head
+            self._refresh(tx)
+
+    def _known_current(self, snap: ReadSnapshot, *, with_head: bool) -> bool:
+        """`current_at(snap.head())`, skipped while no other connection has committed to the
+        file since this handle last found it so (`PRAGMA data_version`; its own appends fold
+        as they go) and, `with_head`, the head is still the one it found or wrote (an append
+        around the API through this handle's own log is caught up before a write)."""
+        version = self._db.execute(sql.DATA_VERSION)[0][0]
+        verified = self._verified
+        if (
+            verified is not None
+            and verified[0] == version
+            and (not with_head or snap.head() == verified[1])
+        ):
+            return True
+        head = snap.head()
+        if not self.current_at(head):
+            return False
+        self._verified = (version, head)
+        return True
+
+    def _reopen(self) -> None:
+        """Refold, as `open` does, a read model that stopped matching the log under this
+        handle. A read-only view cannot, and refuses to read it."""
+        if isinstance(self._log, SQLiteEventLog) and self._log.read_only:
+            raise StorageError(
+                f"the read model in {self._log.path} no longer matches the log under this "
+                "read-only view: its projector checkpoints do not name the log's head at this "
+                "code's versions (edited, emptied, or behind an append around the API); open "
+                "the view again"
+            )
+        self.open()
+
+    def _refresh(self, tx: LogTransaction) -> None:
+        """Create, rebuild or catch up projectors, inside `tx`, to the log's head there."""
+        self._db.execute(sql.CHECKPOINT_DDL)
+        self._reset_stale(tx)
+        self._catch_up(tx)
 
     def _reset_stale(self, tx: LogTransaction) -> None:
         head = tx.head()
@@ -319,6 +370,9 @@ class Projection:
             if reason is None:
                 continue
             if row:
+                log.warning("projector_rebuild", projector=projector.name, reason=reason)
+            elif kept := tables_kept(self._db, projector):
+                reason = f"no checkpoint, though its tables are kept ({', '.join(kept)})"
                 log.warning("projector_rebuild", projector=projector.name, reason=reason)
             self._recreate(projector)
             self._db.execute(
@@ -377,16 +431,17 @@ class Projection:
                     projector.apply(self._db, batch)
             head = tx.head()
             reset_checkpoints(self._db, self._projectors, head)
-        self._known = head.position
         return head.position
 
     def _recreate(self, projector: Projector) -> None:
         """Drop a projector's tables and create them empty."""
         recreate(self._db, projector)
 
-    def transaction(self) -> AbstractContextManager[FileTransaction]:
+    @contextmanager
+    def transaction(self) -> Iterator[FileTransaction]:
         """A write transaction whose appends are folded by every projector before commit."""
-        return _ProjectedScope(self)
+        with self._log.transaction() as tx:
+            yield FileTransaction(self, tx)
 
     def _append(
         self, tx: LogTransaction, events: Sequence[NewEvent]
@@ -398,44 +453,18 @@ class Projection:
         if not new:
             return records, before
         advance(self._db, self._projectors, new)
+        if self._verified is not None:
+            last = Head(position=new[-1].position, chain_hash=new[-1].chain_hash)
+            self._verified = (self._verified[0], last)
         return records, new[-1].position
 
     def _ensure_current(self, tx: LogTransaction) -> int:
-        head = tx.head().position
-        if head != self._known:
-            self._catch_up(tx)
-        return head
-
-
-class _ProjectedScope:
-    """The log's write transaction, remembering on commit the head the projection is at."""
-
-    __slots__ = ("_projected", "_projection", "_scope")
-
-    def __init__(self, projection: Projection) -> None:
-        self._projection = projection
-        self._scope = projection._log.transaction()
-
-    def __enter__(self) -> FileTransaction:
-        self._projected = FileTransaction(self._projection, self._scope.__enter__())
-        return self._projected
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if kind is not None:
-            self._scope.__exit__(kind, error, trace)
-            return
-        try:
-            head = self._projected.head_position()
-        except BaseException:
-            self._scope.__exit__(*sys.exc_info())
-            raise
-        self._scope.__exit__(None, None, None)
-        self._projection._known = head
+        """The log's head in `tx`, the read model folded up to it first: caught up after an
+        append around the API, refolded where its checkpoints were edited or emptied."""
+        if not self._known_current(tx, with_head=True):
+            self._refresh(tx)
+            self._verified = None
+        return tx.head().position
 
 
 class FileTransaction:

@@ -45,6 +45,8 @@ CHECKPOINT_ADVANCE = (
     "UPDATE fl_projector_checkpoint SET position = ?, chain_hash = ? WHERE name = ?"
 )
 CHECKPOINT_ROWS = "SELECT name, version, position, chain_hash FROM fl_projector_checkpoint"
+DATA_VERSION = "PRAGMA data_version"
+"""Changes whenever another connection commits to the file (never for this one's commits)."""
 
 # -- a host's cache of a log held elsewhere -------------------------------------------------
 
@@ -505,21 +507,24 @@ LINEAGE_QUARANTINED_AMONG = (
 LINEAGE_ENTRIES_AMONG = f"SELECT {ENTRY_COLUMNS} FROM fl_memory m WHERE m.id IN ({{marks}})"
 
 
-# -- conflict policy: overwrites under another adapter, denied or held ----------------------
+# -- conflict policy: versions by non-owners, denied or held ------------------------------
 
 CONFLICT_TABLES = ("fl_conflict_policy", "fl_fact_held")
 CONFLICT_DDL = (
     # scope '' is the policy for every scope of the tag; a scope's own policy comes first.
+    # `owners` is a JSON array of adapters, NULL for `allow` and for a policy written before
+    # owners existed (the first writer owns).
     """CREATE TABLE fl_conflict_policy (
         scope TEXT NOT NULL,
         tag TEXT NOT NULL,
         on_conflict TEXT NOT NULL,
         position INTEGER NOT NULL,
+        owners TEXT,
         PRIMARY KEY (scope, tag)
     ) WITHOUT ROWID""",
     # Fact versions a policy kept from becoming current: `denied`, `pending` (held), and,
     # once an operator decided, `approved` or `rejected`. `contested` is the version that was
-    # current when it was written.
+    # current when it was written (NULL when none was).
     """CREATE TABLE fl_fact_held (
         position INTEGER PRIMARY KEY,
         scope TEXT NOT NULL,
@@ -533,18 +538,18 @@ CONFLICT_DDL = (
         run_id TEXT,
         source_adapter TEXT,
         status TEXT NOT NULL,
-        contested INTEGER NOT NULL,
+        contested INTEGER,
         decided_by INTEGER
     )""",
 )
 CONFLICT_ANY = "SELECT 1 FROM fl_conflict_policy LIMIT 1"
 CONFLICT_POLICY_PUT = (
-    "INSERT OR REPLACE INTO fl_conflict_policy (scope, tag, on_conflict, position) "
-    "VALUES (?, ?, ?, ?)"
+    "INSERT OR REPLACE INTO fl_conflict_policy (scope, tag, on_conflict, position, owners) "
+    "VALUES (?, ?, ?, ?, ?)"
 )
-CONFLICT_POLICIES_FOR = "SELECT scope, tag, on_conflict FROM fl_conflict_policy WHERE tag = ?"
+CONFLICT_POLICIES_FOR = "SELECT scope, on_conflict, owners FROM fl_conflict_policy WHERE tag = ?"
 CONFLICT_POLICIES = (
-    "SELECT scope, tag, on_conflict, position FROM fl_conflict_policy ORDER BY tag, scope"
+    "SELECT scope, tag, on_conflict, position, owners FROM fl_conflict_policy ORDER BY tag, scope"
 )
 CONFLICT_CURRENT = (
     "SELECT c.position, f.source_adapter FROM fl_fact_current c JOIN fl_fact f "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from eventlog import __version__
 from replay.audit import AuditProblem, AuditReport, CheckpointSummary, verify
 from replay.checkpoints import Checkpoint, NoteSignature, checkpoint
-from replay.conflicts import HeldVersion, approve, reject, set_conflict_policy
+from replay.conflicts import HeldVersion, approve, policy_owners, reject, set_conflict_policy
 from replay.errors import KeyFileError, NotAuthorizedError, UnsignedCheckpointError
 from replay.forensics import (
     BlastRadius,
@@ -110,6 +110,7 @@ __all__ = [
     "import_legacy",
     "lineage",
     "list_operators",
+    "policy_owners",
     "prove_consistency",
     "prove_inclusion",
     "quarantine",

@@ -4,8 +4,9 @@ The walk checks every row (`eventlog.ChainWalker`) in one process and, up to a c
 size, folds the leaf hashes into a Merkle root in O(log n) memory. The read model kept in
 the log's file is held to the log too: its projector checkpoints always (a read model that
 folded past the head, or at a chain value the log does not hold, shows a cut or rewritten
-log), and with `deep` every row of every projection, against the log refolded
-(`projections.drift`). A file holding the remains of a log, or no log where a checkpoint
+log; tables kept with no checkpoint, an edited checkpoint table), and with `deep` every row
+of every projection, against the log refolded (`projections.comparison`), a projection it
+cannot compare counting as drift. A file holding the remains of a log, or no log where a checkpoint
 says there was one, fails as `log_missing`. The file is only read.
 """
 
@@ -167,7 +168,7 @@ def _held_to_read_model(
         compared = read_model_drift(event_log)
     else:
         drift = checkpoint_drift(event_log)
-        compared = DriftReport(compared=[], skipped=[], differences=len(drift), drift=drift)
+        compared = DriftReport(compared=[], differences=len(drift), drift=drift)
     if not compared.drift:
         return msgspec.structs.replace(verdict, read_model=compared if deep else None)
     first = compared.drift[0]

@@ -1,15 +1,18 @@
-"""Conflict policy per tag, and operators' decisions on the overwrites it holds.
+"""Conflict policy per tag, and operators' decisions on the versions it holds.
 
-`set_conflict_policy` appends a policy event; from then on an overwrite of a fact under the
-tag by another adapter than the current version's is allowed (last write wins), denied
-(recorded, never current) or held until `approve` or `reject`. All three are operator
-actions: once the log has an operator key, they need `key` and are refused up front without
-a valid one (`NotAuthorizedError`), and the projector ignores them unsigned.
+`set_conflict_policy` appends a policy event; from then on a version of a fact under the tag
+is allowed to become current (`allow`: last write wins) or, unless its adapter owns the tag
+(or it was written under no adapter, by an operator), denied (recorded, never current) or
+held until `approve` or `reject`. The owners are named in the event: those given, or by
+default the adapters the caller's trust policy trusts. All three are operator actions: once
+the log has an operator key, they need `key` and are refused up front without a valid one
+(`NotAuthorizedError`), and the projector ignores them unsigned.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 import msgspec
 
@@ -19,14 +22,18 @@ from eventlog import (
     FactApproved,
     FactRejected,
     InvalidInputError,
+    InvalidTypeError,
 )
-from eventlog.checks import check_position
+from eventlog.checks import check_actor, check_position
 from eventlog.logs import get_logger
-from projections import check_scope, check_tag, conflicts
+from projections import active_trust_policy, check_scope, check_tag, conflicts
 from replay.keys import KeySource, operator_key
 from replay.operators import OPERATOR, Actor, append_with_effect, check_reason, signed_event
 
 log = get_logger("factledger.replay")
+
+MAX_OWNERS = 64
+"""Adapters one policy may name as owners."""
 
 HELD_COLUMNS = (
     "position",
@@ -59,8 +66,8 @@ class HeldVersion(msgspec.Struct, frozen=True, kw_only=True):
     content_hash: str
     status: str
     """`denied`, `pending`, or (decided by an operator) `approved` or `rejected`."""
-    contested: int
-    """The version that was current when it was written."""
+    contested: int | None
+    """The version that was current when it was written (None when none was)."""
     decided_by: int | None
 
 
@@ -74,19 +81,21 @@ def set_conflict_policy(
     tag: str,
     on_conflict: str,
     *,
+    owners: Iterable[str] | None = None,
     scope: str | None = None,
     actor: Actor = OPERATOR,
     key: KeySource | None = None,
     cache: str | os.PathLike[str] | None = None,
 ) -> int:
-    """Set what an overwrite under another adapter does to facts under `tag` (in `scope`, or
-    every scope); return the policy event's position. Given a `cache`, writes through that
-    host's cache of the log `db_path` names (`Actor.store`), as `approve` and `reject` do."""
-    if on_conflict not in ON_CONFLICT:
-        raise InvalidInputError(
-            f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}"
-        )
+    """Set which versions of facts under `tag` (in `scope`, or every scope) become current,
+    and return the policy event's position. Under `deny` and `hold`, versions by `owners`
+    (default: `policy_owners`) and by no adapter do; others are denied or held. Given a
+    `cache`, writes through that host's cache of the log `db_path` names (`Actor.store`), as
+    `approve` and `reject` do."""
     payload = ConflictPolicySet(tag=check_tag(tag), on_conflict=on_conflict)
+    named = policy_owners(on_conflict, owners)
+    if named is not None:
+        payload = msgspec.structs.replace(payload, owners=named)
     if scope is not None:
         payload = msgspec.structs.replace(payload, scope=check_scope(scope))
     signer = None if key is None else operator_key(key)
@@ -95,8 +104,46 @@ def set_conflict_policy(
             tx, store.event_log.log_id, payload, actor=actor, key=signer, action="policy set"
         )
         [record] = append_with_effect(tx, [event])
-    log.info("conflict_policy_set", position=record.position, on_conflict=on_conflict)
+    log.info(
+        "conflict_policy_set",
+        position=record.position,
+        on_conflict=on_conflict,
+        owners=None if named is None else list(named),
+    )
     return record.position
+
+
+def policy_owners(on_conflict: str, owners: Iterable[str] | None = None) -> tuple[str, ...] | None:
+    """The owners a policy set now records: None under `allow`, where every version may
+    become current; under `deny` and `hold`, `owners` (sorted, each once), or by default the
+    adapters the active trust policy trusts (`active_trust_policy`), which may be none: then
+    only versions written under no adapter, an operator's, become current."""
+    if on_conflict not in ON_CONFLICT:
+        raise InvalidInputError(
+            f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}"
+        )
+    if on_conflict == conflicts.ALLOW:
+        if owners is not None:
+            raise InvalidInputError(
+                "owners apply to deny and hold; under allow every version may become current"
+            )
+        return None
+    if owners is None:
+        trust = active_trust_policy()
+        if not trust.enabled:
+            raise InvalidInputError(
+                "the trust policy is switched off, so it trusts every adapter and names none "
+                "to own the tag: give the owners"
+            )
+        owners = trust.trusted_adapters
+    if isinstance(owners, (str, bytes)) or not isinstance(owners, Iterable):
+        raise InvalidTypeError(
+            f"owners must be a list of adapter names, not {type(owners).__name__}"
+        )
+    named = sorted({check_actor("owner", owner) for owner in owners})
+    if len(named) > MAX_OWNERS:
+        raise InvalidInputError(f"owners names {len(named)} adapters; the limit is {MAX_OWNERS}")
+    return tuple(named)
 
 
 def approve(

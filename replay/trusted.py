@@ -7,6 +7,7 @@ from __future__ import annotations
 import msgspec
 
 from projections import TRUSTED, MemoryTrustPolicy, trust_of
+from replay.conflicts import HeldVersion
 from replay.history import FactHistory, FactVersion, OperatorAction
 
 
@@ -18,12 +19,14 @@ class TrustedVersion(FactVersion, frozen=True, kw_only=True):
 
 class TrustedHistory(msgspec.Struct, frozen=True, kw_only=True):
     """`FactHistory` with each version's trust; `kept_out` versions not shown (an agent's
-    history shows only what its policy trusts)."""
+    history shows only what its policy trusts, and no held versions)."""
 
     at_position: int
     versions: list[TrustedVersion]
     actions: list[OperatorAction]
     kept_out: int
+    held: list[HeldVersion] = []
+    """Versions a conflict policy kept from becoming current, for an operator to decide."""
 
 
 def marked_history(
@@ -42,7 +45,11 @@ def marked_history(
     ]
     if not trusted_only:
         return TrustedHistory(
-            at_position=found.at_position, versions=marked, actions=found.actions, kept_out=0
+            at_position=found.at_position,
+            versions=marked,
+            actions=found.actions,
+            kept_out=0,
+            held=found.held,
         )
     shown = [version for version in marked if version.trust == TRUSTED]
     positions = {version.position for version in shown}

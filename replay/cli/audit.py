@@ -39,18 +39,21 @@ def read_checkpoint(path: str) -> Checkpoint:
 @click.option(
     "--deep",
     is_flag=True,
-    help="also compare every projection in the file with the log refolded, row by row",
+    help="also compare every projection in the file with the log refolded, row by row (exit 2 "
+    "for any it could not compare)",
 )
 @click.pass_obj
 def verify_(session: Session, taken: str | None, pub: str | None, deep: bool) -> int:
     """Re-hash the whole log (exit 0 ok, 1 bad input, no log or an empty one, 2 tampering).
 
     Exit 2 means something shows tampering: a row that fails, a read model that folded past
-    the log or at another chain value, a file holding factledger tables without its log or
-    its log's id, and with --checkpoint a log that no longer extends it (or no log at all).
-    With --deep, also any projection row that differs from the log refolded, named by table
-    and row. With --pub, first check the checkpoint's signature by that public key (exit 2
-    if it does not verify; an unsigned checkpoint is reported as unsigned, exit 1).
+    the log or at another chain value (or whose checkpoints were removed), a file holding
+    factledger tables without its log or its log's id, and with --checkpoint a log that no
+    longer extends it (or no log at all). With --deep, also any projection row that differs
+    from the log refolded, named by table and row, and any projection it could not compare,
+    named with its tables. With --pub, first check the checkpoint's signature by that
+    public key (exit 2 if it does not verify; an unsigned checkpoint is reported as
+    unsigned, exit 1).
     """
     held = read_checkpoint(taken) if taken is not None else None
     if pub is not None:

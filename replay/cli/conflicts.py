@@ -8,7 +8,7 @@ from eventlog import ON_CONFLICT
 from projections import SCOPES
 from replay.cli.app import EXIT_OK, Session, app
 from replay.cli.forensics import key_option
-from replay.conflicts import approve, reject, set_conflict_policy
+from replay.conflicts import approve, policy_owners, reject, set_conflict_policy
 
 
 @app.group("policy")
@@ -22,27 +22,49 @@ def policy() -> None:
     "--on-conflict",
     type=click.Choice(ON_CONFLICT),
     required=True,
-    help="what an overwrite under another adapter than the current version's does",
+    help="what a version by an adapter that does not own the tag does",
+)
+@click.option(
+    "--owner",
+    "owners",
+    metavar="ADAPTER",
+    multiple=True,
+    help="an adapter whose versions become current under deny or hold; repeat for more "
+    "(default: the adapters the trust policy trusts, $FACTLEDGER_TRUST_ADAPTERS)",
 )
 @click.option("--scope", type=click.Choice(sorted(SCOPES)), help="only this scope (default: all)")
 @key_option
 @click.pass_obj
 def policy_set(
-    session: Session, tag: str, on_conflict: str, scope: str | None, key: str | None
+    session: Session,
+    tag: str,
+    on_conflict: str,
+    owners: tuple[str, ...],
+    scope: str | None,
+    key: str | None,
 ) -> int:
-    """Set a tag's conflict policy: allow (last write wins), deny (the overwrite is recorded,
-    never current) or hold (pending until approve or reject). Signed once the log has an
-    operator."""
+    """Set a tag's conflict policy: allow (last write wins), deny (a version by an adapter
+    that does not own the tag is recorded, never current) or hold (pending until approve or
+    reject), whoever wrote first. Versions written under no adapter (an operator's) count as
+    an owner's. Signed once the log has an operator."""
+    named = policy_owners(on_conflict, owners or None)
     position = set_conflict_policy(
         session.log(),
         tag,
         on_conflict,
+        owners=named,
         scope=scope,
         actor=session.actor(),
         key=session.operator_key(key),
         cache=session.cache(),
     )
-    session.emit({"policy_position": position}, f"policy recorded at position {position}")
+    shown = ""
+    if named is not None:
+        shown = f" (owners: {', '.join(named)})" if named else " (owners: operators only)"
+    session.emit(
+        {"policy_position": position, "owners": None if named is None else list(named)},
+        f"policy recorded at position {position}{shown}",
+    )
     return EXIT_OK
 
 

@@ -94,6 +94,20 @@ INVISIBLE_NAMES = ("api\u200b", "\u3164", "api\ufe0f", "a\u034fpi", "api\U000e00
 READERS = (None, ("t1", None), ("task-run-a", "run-a"), ("task-run-b", "run-b"))
 """Who builds a prompt (task, run): the writers `add` and the facades write as, or nobody."""
 ON_CONFLICT = ("allow", "deny", "hold")
+OWNER_LISTS: tuple[tuple[str, ...] | None, ...] = (
+    None,
+    None,
+    (),
+    ("codex",),
+    ("codex", "claude-code"),
+    ("gemini-cli",),
+)
+"""The owners a policy names (None: the trusted adapters, the default)."""
+TRUST_ENVIRONMENTS = (None, "codex", "claude-code,codex")
+"""FACTLEDGER_TRUST_ADAPTERS where a policy is set, which names its default owners."""
+Policy = tuple[str, frozenset[str] | None]
+"""A conflict policy: its mode and its owners (None: the first writer owns, as a policy
+written before owners existed says)."""
 
 
 @dataclass
@@ -147,7 +161,7 @@ class Model:
     """What reached each (task, run or '') through a recall receipt so far."""
     sources: dict[int, set[int]] = field(default_factory=dict)
     """Lineage: each write's sources, exposed to its writer or declared (`derived_from`)."""
-    policies: dict[tuple[str, str], str] = field(default_factory=dict)
+    policies: dict[tuple[str, str], Policy] = field(default_factory=dict)
     """Conflict policies by (scope, or '' for every scope; tag)."""
     held: dict[int, Held] = field(default_factory=dict)
 
@@ -182,9 +196,19 @@ class Model:
         ]
         return min(bad, default=None)
 
-    def on_conflict(self, scope: str, tag: str) -> str:
-        """The policy for an overwrite of a fact under `tag` in `scope`."""
-        return self.policies.get((scope, tag), self.policies.get(("", tag), "allow"))
+    def kept_out(self, scope: str, tag: str, version: Version, current: Version | None) -> bool:
+        """Whether the policy for `tag` in `scope` keeps `version` from becoming current:
+        under deny or hold, a version by an adapter that is not an owner (no adapter is an
+        operator's, and owns), or, under a policy without owners, by another adapter than
+        the current version's."""
+        mode, owners = self.policies.get(
+            (scope, tag), self.policies.get(("", tag), ("allow", None))
+        )
+        if mode == "allow":
+            return False
+        if owners is None:
+            return current is not None and current.adapter != version.adapter
+        return version.adapter is not None and version.adapter not in owners
 
     def admit(self, identity: tuple[str, str, str, str], version: Version) -> None:
         """Make `version` a version of `identity` (in position order) with its mirror row."""
@@ -330,6 +354,7 @@ class StoreMachine(RuleBasedStateMachine):
     forged = 0
     tainted = 0
     held = 0
+    held_first = 0
     decided = 0
     keys: ClassVar[dict[str, OperatorKey]] = {}
 
@@ -496,12 +521,14 @@ class StoreMachine(RuleBasedStateMachine):
             version = Version(position, value, producer, RUNS[run], self._adapter(adapter))
             assert fact(identity, version) == published
             current = model.current(identity)
-            mode = model.on_conflict(scope, tag)
-            if mode != "allow" and current is not None and current.adapter != version.adapter:
+            if model.kept_out(scope, tag, version, current):
+                mode = model.policies.get((scope, tag), model.policies.get(("", tag)))
+                assert mode is not None
                 model.held[position] = Held(
-                    identity, version, DENIED if mode == "deny" else PENDING
+                    identity, version, DENIED if mode[0] == "deny" else PENDING
                 )
                 StoreMachine.held += 1
+                StoreMachine.held_first += current is None
             else:
                 model.admit(identity, version)
 
@@ -644,36 +671,57 @@ class StoreMachine(RuleBasedStateMachine):
 
     @initialize(
         modes=st.lists(st.sampled_from([None, "hold", "hold", "deny"]), min_size=2, max_size=2),
+        owners=st.sampled_from(OWNER_LISTS[2:]),
         scope=st.sampled_from([None, None, "project"]),
     )
-    def start_with_policies(self, modes: list[str | None], scope: str | None) -> None:
-        """Most logs start with conflict policies, so overwrites meet them often."""
+    def start_with_policies(
+        self, modes: list[str | None], owners: tuple[str, ...], scope: str | None
+    ) -> None:
+        """Most logs start with conflict policies, so writes meet them often."""
         for tag, mode in zip(FACT_TAGS, modes, strict=True):
             if mode is not None:
                 assert self.model.append() == set_conflict_policy(
-                    self.db_path, tag, mode, scope=scope
+                    self.db_path, tag, mode, owners=owners, scope=scope
                 )
-                self.model.policies[(scope or "", tag)] = mode
+                self.model.policies[(scope or "", tag)] = (mode, frozenset(owners))
 
     @rule(
         tag=st.sampled_from([*FACT_TAGS, *FACT_TAGS, INVISIBLE_NAMES[0]]),
         on_conflict=st.sampled_from(["allow", "deny", "hold", "hold", "hold", "Deny", ""]),
+        owners=st.sampled_from(OWNER_LISTS),
+        trusting=st.sampled_from(TRUST_ENVIRONMENTS),
         scope=st.sampled_from([None, "run", "project"]),
         data=st.data(),
     )
     def set_policy(
-        self, tag: str, on_conflict: str, scope: str | None, data: st.DataObject
+        self,
+        tag: str,
+        on_conflict: str,
+        owners: tuple[str, ...] | None,
+        trusting: str | None,
+        scope: str | None,
+        data: st.DataObject,
     ) -> None:
-        """Set a tag's conflict policy (an operator action), in one scope or every one."""
+        """Set a tag's conflict policy (an operator action), in one scope or every one, with
+        its owners named or (by default) the adapters trusted where it is set; owners under
+        allow are refused."""
         signer = self.model.signer(data)
-        call = lambda: set_conflict_policy(  # noqa: E731
-            self.db_path,
-            tag,
-            on_conflict,
-            scope=scope,
-            key=None if signer is None else self.keys[signer],
-        )
-        if on_conflict not in ON_CONFLICT or tag not in FACT_TAGS:
+
+        def call() -> int:
+            with pytest.MonkeyPatch.context() as env:
+                if trusting is not None:
+                    env.setenv("FACTLEDGER_TRUST_ADAPTERS", trusting)
+                return set_conflict_policy(
+                    self.db_path,
+                    tag,
+                    on_conflict,
+                    owners=owners,
+                    scope=scope,
+                    key=None if signer is None else self.keys[signer],
+                )
+
+        refused = on_conflict == "allow" and owners is not None
+        if on_conflict not in ON_CONFLICT or tag not in FACT_TAGS or refused:
             with pytest.raises(InvalidInputError):
                 call()
             return
@@ -683,7 +731,11 @@ class StoreMachine(RuleBasedStateMachine):
             StoreMachine.refused += 1
             return
         assert self.model.append() == call()
-        self.model.policies[(scope or "", tag)] = on_conflict
+        named = owners if owners is not None else (trusting or "").split(",")
+        self.model.policies[(scope or "", tag)] = (
+            on_conflict,
+            None if on_conflict == "allow" else frozenset(a for a in named if a),
+        )
 
     @precondition(lambda self: PENDING in {held.status for held in self.model.held.values()})
     @rule(approving=st.booleans(), data=st.data())
@@ -765,19 +817,23 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), adapter=st.sampled_from(["codex", "claude-code"]))
     def forge_around_the_api(self, data: st.DataObject, adapter: str) -> None:
-        """An unsigned release, quarantine or conflict policy appended through `eventlog`
-        directly: it takes effect only while the log has no operator key."""
+        """An unsigned release, quarantine or conflict policy (naming the forger as its
+        owner, or no owners: a policy as written before owners existed) appended through
+        `eventlog` directly: it takes effect only while the log has no operator key."""
         model = self.model
         kind = data.draw(st.sampled_from(["release", "quarantine", "policy"]), label="kind")
-        policy: tuple[str, str] | None = None
+        policy: tuple[str, Policy] | None = None
         payload: QuarantineApplied | QuarantineReleased | ConflictPolicySet
         if kind == "policy":
             target = 0
-            policy = (
-                data.draw(st.sampled_from(FACT_TAGS)),
-                data.draw(st.sampled_from(ON_CONFLICT)),
-            )
-            payload = ConflictPolicySet(tag=policy[0], on_conflict=policy[1])
+            tag = data.draw(st.sampled_from(FACT_TAGS))
+            mode = data.draw(st.sampled_from(ON_CONFLICT))
+            forged_owners = data.draw(st.sampled_from([None, (adapter,)]), label="owners")
+            payload = ConflictPolicySet(tag=tag, on_conflict=mode)
+            if forged_owners is not None:
+                payload = ConflictPolicySet(tag=tag, on_conflict=mode, owners=forged_owners)
+            owned = None if forged_owners is None or mode == "allow" else frozenset(forged_owners)
+            policy = (tag, (mode, owned))
         elif model.quarantines and kind == "release":
             target = data.draw(st.sampled_from(sorted(model.quarantines)), label="target")
             payload = QuarantineReleased(quarantine_position=target, reason="forged")
@@ -940,16 +996,19 @@ def key_file(directory: Path, name: str) -> Path:
 def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
     """Random sequences of adds, batches (some with a bad row), removes, publishes, decays,
     prunes, recalls by tasks (whose later writes derive from what they read) and writes
-    declaring their sources, quarantines and releases, conflict policies and approvals or
-    rejections of held versions (signed or not, by operators or not), operator keys added
-    and removed, unsigned operator actions appended around the API, reopens and rebuild
-    checks: every read and every receipt (tainted entries kept out, naming their source)
-    equals the model's answer, the head is always the model's, and whenever checked the read
-    model equals a refold of the log."""
+    declaring their sources, quarantines and releases, conflict policies (naming their
+    owners, or by default the adapters trusted where they are set; a non-owner's version is
+    held even when written first) and approvals or rejections of held versions (signed or
+    not, by operators or not), operator keys added and removed, unsigned operator actions
+    appended around the API (policies naming the forger as owner among them), reopens and
+    rebuild checks: every read and every receipt (tainted entries kept out, naming their
+    source) equals the model's answer, the head is always the model's, and whenever checked
+    the read model equals a refold of the log."""
     StoreMachine.examples = StoreMachine.steps = 0
     StoreMachine.quarantines = StoreMachine.releases = 0
     StoreMachine.refused = StoreMachine.forged = 0
     StoreMachine.tainted = StoreMachine.held = StoreMachine.decided = 0
+    StoreMachine.held_first = 0
     StoreMachine.keys = {name: read_operator_key(key_file(tmp_path, name)) for name in KEY_NAMES}
     run_state_machine_as_test(
         StoreMachine,
@@ -966,10 +1025,11 @@ def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
         f"model test: {StoreMachine.examples} examples, {StoreMachine.steps} checked states, "
         f"{StoreMachine.quarantines} quarantines, {StoreMachine.releases} releases, "
         f"{StoreMachine.refused} refused operator actions, {StoreMachine.forged} forged, "
-        f"{StoreMachine.tainted} kept out as tainted, {StoreMachine.held} held or denied, "
-        f"{StoreMachine.decided} decided"
+        f"{StoreMachine.tainted} kept out as tainted, {StoreMachine.held} held or denied "
+        f"({StoreMachine.held_first} written first), {StoreMachine.decided} decided"
     )
     assert StoreMachine.examples >= EXAMPLES
     assert StoreMachine.quarantines > 0 and StoreMachine.releases > 0
     assert StoreMachine.refused > 0 and StoreMachine.forged > 0
     assert StoreMachine.tainted > 0 and StoreMachine.held > 0 and StoreMachine.decided > 0
+    assert StoreMachine.held_first > 0

@@ -12,12 +12,20 @@ from typing import Any
 
 import pytest
 
-from eventlog import LogMissingError, MemoryAdded, NewEvent, RecallRecorded, open_log
+from eventlog import (
+    LogMissingError,
+    MemoryAdded,
+    NewEvent,
+    RecallRecorded,
+    StorageError,
+    open_log,
+)
 from projections import (
     READ_MODEL_MISMATCH,
     CrossTaskKB,
     MemoryTrustPolicy,
     SQLiteMemoryStore,
+    open_view,
     recall_memory,
 )
 from replay import checkpoint, quarantine, verify
@@ -246,3 +254,149 @@ def test_a_write_refuses_to_start_a_new_log_over_a_logs_remains(seeded: Path, cl
     with pytest.raises(LogMissingError):
         SQLiteMemoryStore(seeded)
     assert before == seeded.read_bytes()
+
+
+# -- a checkpoint table edited so that nothing is compared, and a handle open meanwhile --------
+
+POISONED = "DELETE FROM fl_quarantined; UPDATE fl_memory SET hidden = 0"
+"""Bring the quarantined entry 2 back into reads, as far as the read model says."""
+CHECKPOINT_EDITS = {
+    "versions": "UPDATE fl_projector_checkpoint SET version = version + 10",
+    "emptied": "DELETE FROM fl_projector_checkpoint",
+    "dropped": "DROP TABLE fl_projector_checkpoint",
+}
+
+
+@pytest.fixture
+def quarantined(seeded: Path) -> Path:
+    """`seeded` with a poisoned entry by evil-cli (5), and every evil-cli write (2, 5)
+    quarantined."""
+    with SQLiteMemoryStore(seeded) as store:
+        store.add("learning", POISON, ["backend"], source_adapter="evil-cli")
+    quarantine(seeded, source_adapter="evil-cli", reason="poison")
+    return seeded
+
+
+def served(store: SQLiteMemoryStore) -> list[str]:
+    """What each read an agent's orchestrator makes returns: a prompt, a query, a ranking."""
+    trusting = MemoryTrustPolicy(trusted_adapters=frozenset({"evil-cli"}))
+    return [
+        recall_memory(store, ["backend"], limit=10, trust_policy=trusting).text,
+        *(e.content for e in store.query(tags=["backend"], limit=10)),
+        *(e.content for e in store.get_relevant(["backend"], limit=10)),
+    ]
+
+
+@pytest.mark.parametrize("statement", CHECKPOINT_EDITS.values(), ids=CHECKPOINT_EDITS.keys())
+def test_deep_verify_fails_naming_the_checkpoint_edit_that_hid_the_poison(
+    quarantined: Path, statement: str, cli: Cli
+) -> None:
+    """The reproduction: a quarantine undone by hand, then the checkpoint table edited so no
+    projection would be compared. --deep exits 2 naming `fl_projector_checkpoint` and the
+    tables it could not compare; an emptied or dropped table fails plain verify too."""
+    edit(quarantined, POISONED)
+    edit(quarantined, statement)
+    report = verify(quarantined, deep=True)
+    assert (False, "read_model_drift") == (report.ok, report.problem)
+    assert report.read_model is not None and [] == report.read_model.compared
+    assert {"fl_projector_checkpoint"} == {d.table for d in report.read_model.drift}
+    assert ["name='knowledge'", "name='receipts'", "name='lineage'"] == [
+        d.row for d in report.read_model.drift
+    ]
+    assert report.reason is not None and "fl_quarantined" in report.reason
+    code, out, _ = cli("verify", "--deep", "--db", str(quarantined))
+    assert 2 == code and "fl_projector_checkpoint" in " ".join(out.split())
+    plain = cli("verify", "--db", str(quarantined))[0]
+    assert (0 if statement == CHECKPOINT_EDITS["versions"] else 2) == plain
+
+
+def test_deep_verify_of_a_log_with_no_read_model_names_what_it_did_not_compare(
+    db_path: Path, cli: Cli
+) -> None:
+    """A log written through `eventlog` alone keeps no read model: plain verify passes, and
+    --deep exits 2 naming every projection it could not compare."""
+    bare = open_log(db_path)
+    bare.append(NewEvent(payload=MemoryAdded(type="learning", content="x"), producer_task_id="b"))
+    bare.close()
+    assert verify(db_path).ok
+    report = verify(db_path, deep=True)
+    assert report.read_model is not None and 3 == report.read_model.differences
+    assert all("not compared: no read model" in d.reason for d in report.read_model.drift)
+    assert 2 == cli("verify", "--deep", "--db", str(db_path))[0]
+
+
+@pytest.mark.parametrize("statement", CHECKPOINT_EDITS.values(), ids=CHECKPOINT_EDITS.keys())
+def test_a_long_running_handle_never_serves_quarantined_poison_after_an_edit(
+    quarantined: Path, statement: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store opened before the quarantine is undone by hand and the checkpoint table edited
+    serves the poison to no prompt, query or ranking: its next read refolds from the log, as
+    opening would, and warns; it still writes, and its read model is the log refolded."""
+    long_running = SQLiteMemoryStore(quarantined)
+    try:
+        assert all(POISON not in text for text in served(long_running))
+        edit(quarantined, f"{POISONED}; {statement}")
+        assert all(POISON not in text for text in served(long_running))
+        assert any(r.msg == "projector_rebuild" for r in caplog.records)
+        long_running.add("learning", "still writes", ["backend"])
+        assert verify(quarantined, deep=True).ok
+    finally:
+        long_running.close()
+
+
+def test_a_quarantined_row_shown_by_hand_is_kept_out_of_the_prompt(
+    quarantined: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`UPDATE fl_memory SET hidden = 0` alone (checkpoints intact): a prompt built through a
+    handle opened before or after, even one trusting evil-cli, holds the row to the
+    quarantine table, keeps it out as read_model_mismatch (`hidden`) and logs it."""
+    trusting = MemoryTrustPolicy(trusted_adapters=frozenset({"evil-cli"}))
+    long_running = SQLiteMemoryStore(quarantined)
+    try:
+        edit(quarantined, "UPDATE fl_memory SET hidden = 0")
+        with SQLiteMemoryStore(quarantined) as fresh:
+            for store in (long_running, fresh):
+                recall = recall_memory(store, ["backend"], limit=10, trust_policy=trusting)
+                assert POISON not in recall.text and "evil says hi" not in recall.text
+                kept_out = {e.position for e in recall.excluded if e.reason == READ_MODEL_MISMATCH}
+                assert {2, 5} == kept_out
+    finally:
+        long_running.close()
+    assert {(2, ("hidden",)), (5, ("hidden",))} == {
+        (r.position, tuple(r.fields)) for r in mismatches(caplog)
+    }
+
+
+def test_a_read_only_view_refuses_a_read_model_edited_under_it(quarantined: Path) -> None:
+    """A view opened read-only cannot refold: after the checkpoint table is edited under it,
+    its next read is a clear StorageError, never the poison."""
+    view = open_view(quarantined)
+    try:
+        assert POISON not in [e.content for e in view.query(limit=10)]
+        edit(quarantined, POISONED)
+        edit(quarantined, CHECKPOINT_EDITS["versions"])
+        with pytest.raises(StorageError, match="no longer matches the log"):
+            view.query(limit=10)
+    finally:
+        view.close()
+
+
+def test_a_hosts_cache_edited_under_a_long_running_handle_is_rebuilt(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A host's cache of a log held elsewhere: its checkpoints' versions edited and the
+    quarantined row shown by hand under an open handle; the handle's next read rebuilds the
+    cache from the log instead of serving the poison."""
+    log_path, cache = tmp_path / "remote" / "log.db", tmp_path / "host" / "cache.db"
+    with SQLiteMemoryStore(cache, log=log_path) as store:
+        store.add("convention", "Run tests with pytest -q", ["backend"])
+        store.add("learning", POISON, ["backend"], source_adapter="evil-cli")
+    quarantine(log_path, source_adapter="evil-cli", reason="poison", cache=cache)
+    long_running = SQLiteMemoryStore(cache, log=log_path)
+    try:
+        assert all(POISON not in text for text in served(long_running))
+        edit(cache, f"{POISONED}; {CHECKPOINT_EDITS['versions']}")
+        assert all(POISON not in text for text in served(long_running))
+        assert any(r.msg == "cache_rebuild" for r in caplog.records)
+    finally:
+        long_running.close()
