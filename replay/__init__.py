@@ -4,6 +4,7 @@ history, forensics, and the `factledger` command line."""
 from __future__ import annotations
 
 from replay.audit import AuditProblem, AuditReport, CheckpointSummary, verify
+from replay.bootstrap import LogMade, init_log, init_postgres
 from replay.checkpoints import Checkpoint, NoteSignature, checkpoint
 from replay.conflicts import HeldVersion, approve, reject, set_conflict_policy
 from replay.errors import KeyFileError, NotAuthorizedError, UnsignedCheckpointError
@@ -82,6 +83,7 @@ __all__ = [
     "LineageNode",
     "LiveEntry",
     "LiveFact",
+    "LogMade",
     "NotAuthorizedError",
     "NoteSignature",
     "Operator",
@@ -106,6 +108,8 @@ __all__ = [
     "generate_key",
     "history",
     "import_legacy",
+    "init_log",
+    "init_postgres",
     "lineage",
     "list_operators",
     "prove_consistency",

@@ -487,17 +487,19 @@ def test_an_agent_login_writes_every_other_kind(agent: PostgresEventLog) -> None
 def test_raw_sql_cannot_slip_an_operator_action_past_the_kind_check(
     pg: PgLog, agent: PostgresEventLog
 ) -> None:
-    """Hand-made rows as an agent's login: an operator kind, one spelled with a JSON escape,
-    an import, a body that is not an event: each is refused, also after `SET ROLE`."""
+    """Hand-made rows as an agent's login, also after `SET ROLE`: every operator action, one
+    spelled with a JSON escape, a body that is not an event: each is refused."""
     agent.append(memory("first", source_adapter="codex"))
-    quarantine = msgspec.structs.replace(OPERATOR_ACTIONS[0], source_adapter="codex")
-    assert "quarantine_applied" == quarantine.payload.kind
     bodies = {
-        "quarantine": encode(quarantine),
-        "escaped": encode(quarantine).replace(b"quarantine_applied", b"quarantine\\u005fapplied"),
-        "import": encode(msgspec.structs.replace(OPERATOR_ACTIONS[-1], source_adapter="codex")),
-        "not an event": b'{"source_adapter":"codex","payload":[1]}',
+        ("import" if e.payload.kind == "memory_added" else e.payload.kind): encode(
+            msgspec.structs.replace(e, source_adapter="codex")
+        )
+        for e in OPERATOR_ACTIONS
     }
+    bodies["escaped"] = bodies["quarantine_applied"].replace(
+        b"quarantine_applied", b"quarantine\\u005fapplied"
+    )
+    bodies["not an event"] = b'{"source_adapter":"codex","payload":[1]}'
     for name, body in bodies.items():
         refusals = raw_insert(pg, body, 3)
         assert all("is an agent login" in refusal for refusal in refusals), (name, refusals)
