@@ -62,8 +62,9 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     last_position: int | None
     claims_honoured: bool
     """Whether readers take the rows' own claims (adapter, task, created_at) as their
-    provenance: signed by an operator key, or in a log with no operator imported by an actor
-    with no adapter. Otherwise they count as written by the importer, now."""
+    provenance: only when signed by an operator key. Otherwise the rows count as written by
+    the importer, now, their claims shown as claims, and no trust policy trusts them
+    (`unsigned_import`)."""
 
 
 _ENCODER = msgspec.json.Encoder()
@@ -116,11 +117,13 @@ def import_legacy(
     cache: str | os.PathLike[str] | None = None,
 ) -> ImportReport:
     """Import the `memory` table of a legacy database file as events written now by `actor`,
-    each row's own fields kept as claims. Rows already imported (from this or an identical
-    file) are written again never. An import is an operator action: once the log has an
-    operator key it needs `key`. A file with no `memory` table, or a row that cannot be
-    represented, is an error naming it, and nothing is imported. Given a `cache`, writes
-    through that host's cache of the log `db_path` names (`Actor.store`)."""
+    each row's own fields kept as claims, honoured only when `key`, an operator key of the
+    log, signs the import. Rows already imported (from this or an identical file) are
+    written again never, but for a signed import of rows only an unsigned one imported. An
+    import is an operator action: once the log has an operator key it needs `key`. A file
+    with no `memory` table, or a row that cannot be represented, is an error naming it, and
+    nothing is imported. Given a `cache`, writes through that host's cache of the log
+    `db_path` names (`Actor.store`)."""
     signer = None if key is None else operator_key(key)
     legacy = LegacyFile(source)
     try:
@@ -135,16 +138,13 @@ def import_legacy(
         legacy.close()
     assert events is not None
     with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
-        fresh = _not_imported(inquiries.imported_rows(tx), events)
+        fresh = _not_imported(inquiries.imported_rows(tx, signed=signer is not None), events)
         signed = [
             signed_event(
                 tx, store.event_log.log_id, e.payload, actor=actor, key=signer, action="import"
             )
             for e in fresh
         ]
-        honoured = signer is not None or (
-            actor.source_adapter is None and not inquiries.has_operator(tx)
-        )
         records = append_with_effect(tx, signed) if signed else []
     new = [r.position for r in records]
     return ImportReport(
@@ -154,7 +154,7 @@ def import_legacy(
         already_present=len(events) - len(new),
         first_position=new[0] if new else None,
         last_position=new[-1] if new else None,
-        claims_honoured=honoured,
+        claims_honoured=signer is not None,
     )
 
 

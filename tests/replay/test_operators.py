@@ -539,8 +539,9 @@ def test_the_projectors_hold_to_a_signature_exactly_the_declared_operator_action
 ) -> None:
     """One event of every kind (and an import), appended around the API into a log made with
     its operator, none signed by it: the projectors refuse it (unsigned, or an operator key
-    that is not one) exactly when `is_operator_action` says it is one. The database's refusal of operator actions to agent
-    logins is written from the same declaration, so it covers what the projectors check."""
+    that is not one) exactly when `is_operator_action` says it is one. The database's refusal
+    of operator actions to agent logins is written from the same declaration, so it covers
+    what the projectors check."""
     init_log(db_path, key=keys("ops"))
     with closing(open_log(db_path)) as raw:
         records = raw.append_many(EVERY_KIND)
