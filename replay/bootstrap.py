@@ -5,7 +5,8 @@ whoever reaches a new log first (an injected agent with a shell, an agent's Post
 could win that race for good. So `init_log` (a file) and `init_postgres` (a PostgreSQL schema
 and its roles) register the first operator key, self-signed, in the transaction that creates
 the log: nobody ever sees the log without it. A file that holds the replaced store's `memory`
-table then gets its rows imported, signed by that key, so their claims stay honoured.
+table gets its rows imported in that same transaction, signed by the key, so their claims
+stay honoured.
 
 Run on a log that exists, either changes nothing in it (`init_postgres` re-grants its
 roles' privileges) and, given a key, checks the key is one of the log's operators.
@@ -15,15 +16,23 @@ from __future__ import annotations
 
 import os
 from contextlib import closing
+from pathlib import Path
 
 import msgspec
 
-from eventlog import InvalidInputError, LogExistsError, NewEvent, SQLiteEventLog, open_log
+from eventlog import (
+    InvalidInputError,
+    LogExistsError,
+    LogMissingError,
+    NewEvent,
+    SQLiteEventLog,
+    open_log,
+)
 from eventlog.checks import check_path
 from projections import LegacyFile, holds_legacy_table
 from replay.keys import KeySource, OperatorKey, operator_key
-from replay.operators import OPERATOR, Actor, first_operator, list_operators
-from replay.transfer import ImportReport, import_legacy
+from replay.operators import OPERATOR, Actor, first_operator, list_operators, sign
+from replay.transfer import ImportReport, import_report, legacy_rows, not_imported
 
 
 class LogMade(msgspec.Struct, frozen=True, kw_only=True):
@@ -52,29 +61,40 @@ def init_log(
     """Create the log file `db_path` and its read model, its first event registering the
     operator key `key` (signed by itself, `actor` acting). Without `key` the log starts open.
 
-    A legacy `memory` table in the file is imported as the store imports it on open: signed
-    by `key` (its claims honoured), or, without one, unsigned. On a file that holds a log,
-    nothing is written; given `key`, it must be one of that log's operator keys."""
+    A legacy `memory` table in the file is imported: with `key`, signed by it (the claims
+    honoured) in the same transaction, so a bad row leaves no log at all; without one,
+    unsigned, as the store imports it on open. On a file that holds a log, nothing is
+    written; given `key`, it must be one of that log's operator keys."""
     path = check_path(db_path)
     signer = None if key is None else operator_key(key)
+    if _holds_log(path):
+        return _existing(path, signer)
+    rows = _legacy(path, actor) if signer is not None else []
+    fresh = not_imported(set(), rows)
+
+    def first(log_id: str) -> list[NewEvent]:
+        if signer is None:
+            return []
+        imports = [sign(log_id, e.payload, actor=actor, key=signer) for e in fresh]
+        return [first_operator(log_id, signer, actor=actor), *imports]
+
     try:
-        made = SQLiteEventLog(path, first_events=lambda log_id: _first(log_id, signer, actor))
+        made = SQLiteEventLog(path, first_events=first)
     except LogExistsError:
         return _existing(path, signer)
     with closing(made):
         log_id = made.log_id
     actor.store(path).close()
-    with closing(LegacyFile(path)) as legacy:
-        has_legacy = holds_legacy_table(legacy)
-    imported = None
-    if signer is not None and has_legacy:
-        imported = import_legacy(path, path, actor=actor, key=signer)
     return LogMade(
         log_id=log_id,
         created=True,
         operator_key_id=None if signer is None else signer.key_id,
         operators=0 if signer is None else 1,
-        imported=imported,
+        imported=(
+            None
+            if not rows
+            else import_report(path, rows, list(range(2, len(fresh) + 2)), signed=True)
+        ),
     )
 
 
@@ -114,6 +134,29 @@ def init_postgres(
         operators=0 if signer is None else 1,
         roles=names,
     )
+
+
+def _holds_log(path: str) -> bool:
+    """Whether the file at `path` holds a log already (looked at read-only)."""
+    if not Path(path).exists():
+        return False
+    try:
+        open_log(path, read_only=True).close()
+    except LogMissingError as exc:
+        if exc.remnants:
+            raise
+        return False
+    return True
+
+
+def _legacy(path: str, actor: Actor) -> list[NewEvent]:
+    """The import of the replaced store's `memory` table in the file at `path`, if any."""
+    if not Path(path).exists():
+        return []
+    with closing(LegacyFile(path)) as legacy:
+        if not holds_legacy_table(legacy):
+            return []
+    return legacy_rows(path, actor)
 
 
 def _first(log_id: str, signer: OperatorKey | None, actor: Actor) -> list[NewEvent]:

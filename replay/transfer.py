@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import closing
 from typing import TextIO
 
 import msgspec
@@ -125,20 +126,9 @@ def import_legacy(
     nothing is imported. Given a `cache`, writes through that host's cache of the log
     `db_path` names (`Actor.store`)."""
     signer = None if key is None else operator_key(key)
-    legacy = LegacyFile(source)
-    try:
-        events = legacy_events(
-            legacy,
-            producer_task_id=actor.producer_task_id,
-            run_id=actor.run_id,
-            source_adapter=actor.source_adapter,
-            strict=True,
-        )
-    finally:
-        legacy.close()
-    assert events is not None
+    events = legacy_rows(source, actor)
     with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
-        fresh = _not_imported(inquiries.imported_rows(tx, signed=signer is not None), events)
+        fresh = not_imported(inquiries.imported_rows(tx, signed=signer is not None), events)
         signed = [
             signed_event(
                 tx, store.event_log.log_id, e.payload, actor=actor, key=signer, action="import"
@@ -146,7 +136,28 @@ def import_legacy(
             for e in fresh
         ]
         records = append_with_effect(tx, signed) if signed else []
-    new = [r.position for r in records]
+    return import_report(source, events, [r.position for r in records], signed=signer is not None)
+
+
+def legacy_rows(source: str | os.PathLike[str], actor: Actor) -> list[NewEvent]:
+    """Events importing every row of the `memory` table in the file `source`, written by
+    `actor` (a file with no such table, or a row that cannot be represented, is an error)."""
+    with closing(LegacyFile(source)) as legacy:
+        events = legacy_events(
+            legacy,
+            producer_task_id=actor.producer_task_id,
+            run_id=actor.run_id,
+            source_adapter=actor.source_adapter,
+            strict=True,
+        )
+    assert events is not None
+    return events
+
+
+def import_report(
+    source: str | os.PathLike[str], events: list[NewEvent], new: list[int], *, signed: bool
+) -> ImportReport:
+    """What importing `events` from `source` did, the rows written at positions `new`."""
     return ImportReport(
         source=str(source),
         rows=len(events),
@@ -154,11 +165,11 @@ def import_legacy(
         already_present=len(events) - len(new),
         first_position=new[0] if new else None,
         last_position=new[-1] if new else None,
-        claims_honoured=signer is not None,
+        claims_honoured=signed,
     )
 
 
-def _not_imported(done: set[tuple[int, float, str]], events: list[NewEvent]) -> list[NewEvent]:
+def not_imported(done: set[tuple[int, float, str]], events: list[NewEvent]) -> list[NewEvent]:
     """`events` whose legacy rows (id, created_at, content) were not imported yet, once each."""
     fresh = []
     for event in events:

@@ -145,6 +145,20 @@ def test_init_on_a_legacy_file_imports_its_rows_signed(cli: Cli, tmp_path: Path)
         assert 2 == raw.execute("SELECT count(*) FROM memory").fetchone()[0]
 
 
+def test_init_on_a_legacy_file_with_a_bad_row_makes_no_log(cli: Cli, tmp_path: Path) -> None:
+    """The operator and the signed import are one transaction: a row that cannot be imported
+    is named, and the file is left without a log, its bytes unchanged."""
+    db = tmp_path / "legacy.db"
+    legacy_file(db, [*FORGED_ROWS, (3, "no-such-type", "x", "", 1.0, None, 1.6e9, "", "", None)])
+    before = db.read_bytes()
+    key = keygen(cli, tmp_path / "ops.key")
+    result = cli("init", "--operator-key", str(key), db_path=str(db))
+    assert 1 == result.code and "legacy memory row id=3" in result.err, result.err
+    assert before == db.read_bytes()
+    with pytest.raises(Exception, match="no factledger log"):
+        head(db)
+
+
 # -- a log in PostgreSQL, agents through their own logins and their hosts' caches ------------
 
 
