@@ -129,18 +129,21 @@ BEGIN
     END IF;
     SELECT adapter INTO bound FROM {schema}.agents WHERE role = session_user;
     IF FOUND THEN
-        FOR envelope IN SELECT {schema}.envelope(body) FROM appended ORDER BY position LOOP
-            IF envelope ->> 'source_adapter' IS DISTINCT FROM bound THEN
-                RAISE EXCEPTION 'role % may append only events of adapter %, not of %',
-                    session_user, bound,
-                    coalesce('adapter ' || (envelope ->> 'source_adapter'), 'no adapter')
-                    USING ERRCODE = 'insufficient_privilege';
-            END IF;
-            IF NOT {schema}.agent_may_write(envelope -> 'payload') THEN
-                RAISE EXCEPTION {refusal}, session_user, {refused}
-                    USING ERRCODE = 'insufficient_privilege';
-            END IF;
-        END LOOP;
+        SELECT e INTO envelope
+          FROM (SELECT {schema}.envelope(body) AS e, position FROM appended) AS appended_rows
+         WHERE e ->> 'source_adapter' IS DISTINCT FROM bound
+            OR NOT {schema}.agent_may_write(e -> 'payload')
+         ORDER BY position
+         LIMIT 1;
+        IF FOUND AND envelope ->> 'source_adapter' IS DISTINCT FROM bound THEN
+            RAISE EXCEPTION 'role % may append only events of adapter %, not of %',
+                session_user, bound,
+                coalesce('adapter ' || (envelope ->> 'source_adapter'), 'no adapter')
+                USING ERRCODE = 'insufficient_privilege';
+        ELSIF FOUND THEN
+            RAISE EXCEPTION {refusal}, session_user, {refused}
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
         IF NOT EXISTS (SELECT 1 FROM {schema}.events WHERE {schema}.is_operator_added(body)) THEN
             RAISE EXCEPTION 'role % may not append yet: the log has no operator key (register '
                 'one: factledger pg init --operator-key FILE, or factledger operator add)',
