@@ -51,8 +51,8 @@ ACTION_ID_PREFIX = "op:"
 """Event ids of signed actions, chosen before signing (the log stores an id once)."""
 OPEN = (
     "no operator key is registered: any local user can act as operator until one is added "
-    "(factledger operator add; a new log is made with its operator by factledger init "
-    "--operator-key FILE), imports are not trusted, and PostgreSQL agent logins cannot write"
+    "(factledger operator add), and nothing imported is trusted; factledger init "
+    "--operator-key FILE makes a new log with its operator"
 )
 ENFORCED = (
     "quarantines, releases, policies, approvals, rejections, imports and operator changes "
