@@ -67,7 +67,7 @@ def init_log(
     written; given `key`, it must be one of that log's operator keys."""
     path = check_path(db_path)
     signer = None if key is None else operator_key(key)
-    if _holds_log(path):
+    if holds_log(path):
         return _existing(path, signer)
     rows = _legacy(path, actor) if signer is not None else []
     fresh = not_imported(set(), rows)
@@ -136,10 +136,9 @@ def init_postgres(
     )
 
 
-def _holds_log(path: str) -> bool:
-    """Whether the file at `path` holds a log already (looked at read-only)."""
-    if not Path(path).exists():
-        return False
+def holds_log(path: str | os.PathLike[str]) -> bool:
+    """Whether the file at `path` holds a factledger log (opened read-only to see); a file
+    holding a log's remains is refused (`LogMissingError`)."""
     try:
         open_log(path, read_only=True).close()
     except LogMissingError as exc:
