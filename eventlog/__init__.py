@@ -25,6 +25,7 @@ from eventlog.errors import (
     InvalidInputError,
     InvalidTypeError,
     LogBusyError,
+    LogExistsError,
     LogMissingError,
     PermissionDeniedError,
     ReadOnlyStoreError,
@@ -33,6 +34,7 @@ from eventlog.errors import (
 )
 from eventlog.events import (
     ON_CONFLICT,
+    OPERATOR_KINDS,
     Authorization,
     ConflictPolicySet,
     Envelope,
@@ -54,6 +56,7 @@ from eventlog.events import (
     RecallRecorded,
     RecordedEvent,
     TrustSettings,
+    is_operator_action,
 )
 from eventlog.sqlite import SQLiteEventLog
 from eventlog.stored import chain_at
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_CONTENT_BYTES",
     "ON_CONFLICT",
+    "OPERATOR_KINDS",
     "Authorization",
     "ChainBreak",
     "ChainReport",
@@ -87,6 +91,7 @@ __all__ = [
     "InvalidTypeError",
     "LegacyClaims",
     "LogBusyError",
+    "LogExistsError",
     "LogMissingError",
     "LogTransaction",
     "MemoryAdded",
@@ -114,6 +119,7 @@ __all__ = [
     "content_hash",
     "decode_record",
     "encode_envelope",
+    "is_operator_action",
     "open_log",
     "verify_chain",
 ]

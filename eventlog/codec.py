@@ -6,11 +6,11 @@ import blake3
 import msgspec
 
 from eventlog.errors import CorruptLogError, UnknownEventKindError
-from eventlog.events import PAYLOAD_TYPES, Envelope, RecordedEvent
+from eventlog.events import PAYLOAD_TYPES, Envelope, RecordedEvent, kind_of
 
 _ENCODER = msgspec.json.Encoder(order="deterministic")
 _DECODER = msgspec.json.Decoder(RecordedEvent)
-_KNOWN_KINDS = frozenset(t.__struct_config__.tag for t in PAYLOAD_TYPES)
+_KNOWN_KINDS = frozenset(kind_of(t) for t in PAYLOAD_TYPES)
 
 CONTENT_HASH_PREFIX = "blake3:"
 

@@ -41,6 +41,10 @@ class LogMissingError(StorageError):
         self.remnants = remnants
 
 
+class LogExistsError(InvalidInputError):
+    """A new log was to be created with its first events where a log already is."""
+
+
 class PermissionDeniedError(StorageError):
     """The database refused this role the action: a privilege it lacks, a change the log's
     triggers refuse, or an event naming an adapter the role is not bound to."""

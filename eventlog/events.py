@@ -21,13 +21,17 @@ class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
 
     text_field: ClassVar[str | None] = None
     """The field holding the text this event writes, if it writes any."""
+    operator_only: ClassVar[bool] = False
+    """Whether every event of this kind is an operator action: signed by an operator key once
+    the log has one, and never written by an agent's PostgreSQL login."""
+    operator_fields: ClassVar[tuple[str, ...]] = ()
+    """Fields that make an event of this kind an operator action when set (an import's
+    `claims`)."""
 
     @property
     def kind(self) -> str:
         """The event kind, as stored in the log."""
-        tag = self.__struct_config__.tag
-        assert isinstance(tag, str)
-        return tag
+        return kind_of(type(self))
 
     def written_text(self) -> str:
         """The text this event writes, whose BLAKE3 digest is its `content_hash`."""
@@ -35,6 +39,13 @@ class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
             return ""
         text: str = getattr(self, self.text_field)
         return text
+
+
+def kind_of(payload_type: type[Payload]) -> str:
+    """The kind events of `payload_type` are stored under (its struct tag)."""
+    tag = payload_type.__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag
 
 
 class Authorization(msgspec.Struct, frozen=True, kw_only=True):
@@ -62,6 +73,7 @@ class MemoryAdded(Payload, tag="memory_added", frozen=True, kw_only=True):
     """A memory entry was added. Its entry id is the position of this event."""
 
     text_field: ClassVar[str | None] = "content"
+    operator_fields: ClassVar[tuple[str, ...]] = ("claims",)
 
     type: str
     content: str
@@ -149,6 +161,8 @@ class RecallRecorded(Payload, tag="recall_recorded", frozen=True, kw_only=True):
 class QuarantineApplied(Payload, tag="quarantine_applied", frozen=True, kw_only=True):
     """Earlier events matching every given selector stop reaching readers."""
 
+    operator_only: ClassVar[bool] = True
+
     reason: str
     match_positions: tuple[int, ...] = ()
     match_producer_task_id: str | None = None
@@ -159,6 +173,8 @@ class QuarantineApplied(Payload, tag="quarantine_applied", frozen=True, kw_only=
 class QuarantineReleased(Payload, tag="quarantine_released", frozen=True, kw_only=True):
     """An earlier quarantine no longer applies."""
 
+    operator_only: ClassVar[bool] = True
+
     quarantine_position: int
     reason: str
     authorization: Authorization | UnsetType = UNSET
@@ -167,6 +183,8 @@ class QuarantineReleased(Payload, tag="quarantine_released", frozen=True, kw_onl
 class OperatorAdded(Payload, tag="operator_added", frozen=True, kw_only=True):
     """An Ed25519 key became an operator key: after this position it may sign operator actions.
     The first is signed by the key it adds; later ones by an operator key."""
+
+    operator_only: ClassVar[bool] = True
 
     name: str
     key_id: str
@@ -178,6 +196,8 @@ class OperatorAdded(Payload, tag="operator_added", frozen=True, kw_only=True):
 class OperatorRemoved(Payload, tag="operator_removed", frozen=True, kw_only=True):
     """An operator key stopped being one: after this position it authorizes nothing, while
     what it signed before stands."""
+
+    operator_only: ClassVar[bool] = True
 
     key_id: str
     reason: str
@@ -194,6 +214,8 @@ class ConflictPolicySet(Payload, tag="conflict_policy_set", frozen=True, kw_only
     """From here on, facts under `tag` (in `scope`, or in every scope when unset) follow
     `on_conflict` (one of `ON_CONFLICT`)."""
 
+    operator_only: ClassVar[bool] = True
+
     tag: str
     on_conflict: str
     scope: str | UnsetType = UNSET
@@ -208,12 +230,16 @@ class ConflictPolicySet(Payload, tag="conflict_policy_set", frozen=True, kw_only
 class FactApproved(Payload, tag="fact_approved", frozen=True, kw_only=True):
     """An operator approved the held fact version written at `position`."""
 
+    operator_only: ClassVar[bool] = True
+
     position: int
     authorization: Authorization | UnsetType = UNSET
 
 
 class FactRejected(Payload, tag="fact_rejected", frozen=True, kw_only=True):
     """An operator rejected the held fact version written at `position`."""
+
+    operator_only: ClassVar[bool] = True
 
     position: int
     reason: str
@@ -250,6 +276,24 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
     FactApproved,
     FactRejected,
 )
+
+
+OPERATOR_KINDS = frozenset(kind_of(t) for t in PAYLOAD_TYPES if t.operator_only)
+"""Kinds whose every event is an operator action (`Payload.operator_only`)."""
+OPERATOR_FIELDS = {kind_of(t): t.operator_fields for t in PAYLOAD_TYPES if t.operator_fields}
+"""Per kind, the fields whose presence makes one of its events an operator action (an
+import: a `memory_added` holding `claims`)."""
+AGENT_KINDS = frozenset(kind_of(t) for t in PAYLOAD_TYPES) - OPERATOR_KINDS
+"""Kinds an agent may write (an event of them is still an operator action when it sets one
+of its kind's `OPERATOR_FIELDS`)."""
+
+
+def is_operator_action(payload: Payload) -> bool:
+    """Whether `payload` is an operator action: a kind only operators write, or an event
+    setting a field only operators set (README, "Operators and signing")."""
+    return payload.operator_only or any(
+        getattr(payload, name) is not UNSET for name in payload.operator_fields
+    )
 
 
 GENERATED_ID_PREFIX = "fl:"

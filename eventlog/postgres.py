@@ -42,6 +42,7 @@ from eventlog.errors import (
     InvalidInputError,
     InvalidTypeError,
     LogBusyError,
+    LogExistsError,
     PermissionDeniedError,
     StorageError,
 )
@@ -744,26 +745,60 @@ def _count(row: Row | None) -> int:
 # -- administration ------------------------------------------------------------------------
 
 
-def init_schema(dsn: str, *, role_prefix: str = schema.DEFAULT_ROLE_PREFIX) -> Roles:
+def init_schema(
+    dsn: str,
+    *,
+    role_prefix: str = schema.DEFAULT_ROLE_PREFIX,
+    first_events: Callable[[str], Sequence[NewEvent]] | None = None,
+) -> Roles:
     """Create the log (if absent) and its three group roles, and give each its privileges.
 
     The owner role owns the schema; the writer may INSERT and SELECT on the log and UPDATE
     the head; the reader may SELECT; PUBLIC gets nothing. Run it as a role that may create
-    roles and schemas (a superuser, usually). Safe to run again.
+    roles and schemas (a superuser, usually). Safe to run again. An agent login
+    (`add_agent`) may append nothing until the log holds an `operator_added` event.
+
+    With `first_events`, the log must be new: the events `first_events(log_id)` returns (its
+    first operator's registration) are appended in the transaction that creates it, so no
+    other session ever sees it without them. A log that exists already is `LogExistsError`,
+    and nothing is changed.
     """
     names = schema.roles(role_prefix)
 
     def initialize(conn: Connection, name: str) -> None:
         with conn.transaction():
             schema.create_group_roles(conn, names)
-            if not schema.has_log(conn, name):
-                log_id = str(uuid.uuid4())
-                schema.create(conn, name, log_id, chain.genesis(log_id))
+            log_id = str(uuid.uuid4())
+            genesis = chain.genesis(log_id)
+            created = schema.create(conn, name, log_id, genesis)
+            if first_events is not None:
+                if not created:
+                    raise LogExistsError(
+                        f"schema {name} already holds a factledger log: its first events "
+                        "were written when it was made; nothing was changed"
+                    )
+                _append_first(conn, name, genesis, first_events(log_id))
             schema.grant(conn, name, names)
 
     _administer(dsn, initialize, "initialize the log in")
     log.info("log_schema_initialized", owner=names.owner, writer=names.writer, reader=names.reader)
     return names
+
+
+def _append_first(conn: Connection, name: str, genesis: bytes, events: Sequence[NewEvent]) -> None:
+    """Append a new log's first events in the transaction that creates it."""
+    prepared = [
+        prepare(event, clock_ns=time.time_ns, max_content_bytes=MAX_CONTENT_BYTES)
+        for event in events
+    ]
+    check_distinct_ids(prepared)
+    rows, previous = [], genesis
+    for position, item in enumerate(prepared, start=1):
+        body, previous, _ = seal(item, position, previous)
+        rows.append((position, item.event_id, body, previous))
+    if rows:
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        conn.execute(_Statements.for_schema(name).insert, columns)
 
 
 def add_agent(

@@ -11,9 +11,13 @@ Four tables in one schema (`factledger` unless the session sets `factledger.sche
 
 Triggers refuse UPDATE, DELETE and TRUNCATE on `events`, `meta` and `agents`, and DELETE and
 TRUNCATE on `head`. After each INSERT into `events`, one statement trigger refuses rows whose
-positions do not follow the head, refuses a bound role's events that name another adapter (or
-none), and moves the head; `head` accepts an UPDATE only to the log's last row. Every function
-runs with a fixed `search_path`, so a session's own path cannot redirect it.
+positions do not follow the head and moves the head; `head` accepts an UPDATE only to the
+log's last row. A bound role (an agent login) is refused an event that names another adapter
+(or none), an operator action (a kind outside `eventlog.events.AGENT_KINDS`, or one holding an
+operator-only field: an import), whatever its signature, and any event while the log holds no
+`operator_added` (found through a partial index, so the check costs one probe). The kinds are
+written into the functions from the payload types. Every function runs with a fixed
+`search_path`, so a session's own path cannot redirect it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from psycopg import sql
 
 from eventlog.checks import check_identifier
 from eventlog.errors import InvalidInputError, InvalidTypeError, StorageError
+from eventlog.events import AGENT_KINDS, OPERATOR_FIELDS, OPERATOR_KINDS, OperatorAdded, kind_of
 
 DEFAULT_SCHEMA = "factledger"
 DEFAULT_ROLE_PREFIX = "factledger"
@@ -82,11 +87,36 @@ BEGIN
 END
 $$"""
 
+_ENVELOPE = """CREATE FUNCTION {schema}.envelope(body bytea) RETURNS jsonb
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT replace(convert_from(body, 'UTF8'), E'\\\\u0000', E'\\\\ufffd')::jsonb
+$$"""
+"""A row's envelope as the database reads it. jsonb holds no NUL, so an escaped NUL in a text
+(which only a text can hold, and no field the triggers read) is read as U+FFFD."""
+
+_IS_OPERATOR_ADDED = """CREATE FUNCTION {schema}.is_operator_added(body bytea) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT position({marker} IN body) > 0
+       AND {schema}.envelope(body) -> 'payload' ->> 'kind' = {operator_added}
+$$"""
+"""Whether a row registers an operator key. Only rows whose bytes hold the kind as the log
+writes it are parsed (a row spelling it otherwise only keeps agents waiting longer)."""
+
+_AGENT_MAY_WRITE = """CREATE FUNCTION {schema}.agent_may_write(payload jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(payload ->> 'kind' IN ({agent_kinds}), false){operator_fields}
+$$"""
+"""Whether an agent login may append an event with this payload: a kind agents write
+(`eventlog.events.AGENT_KINDS`), setting none of its operator-only fields."""
+
+_OPERATOR_INDEX = """CREATE INDEX operator_added ON {schema}.events (position)
+    WHERE {schema}.is_operator_added(body)"""
+
 _AFTER_APPEND = """CREATE FUNCTION {schema}.after_append() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     bound text;
-    named text;
+    envelope jsonb;
     head_position bigint;
     first_position bigint;
     last_position bigint;
@@ -99,14 +129,25 @@ BEGIN
     END IF;
     SELECT adapter INTO bound FROM {schema}.agents WHERE role = session_user;
     IF FOUND THEN
-        SELECT adapter_named INTO named
-          FROM (SELECT convert_from(body, 'UTF8')::json ->> 'source_adapter' AS adapter_named
-                  FROM appended) AS named_by_row
-         WHERE adapter_named IS DISTINCT FROM bound
+        SELECT e INTO envelope
+          FROM (SELECT {schema}.envelope(body) AS e, position FROM appended) AS appended_rows
+         WHERE e ->> 'source_adapter' IS DISTINCT FROM bound
+            OR NOT {schema}.agent_may_write(e -> 'payload')
+         ORDER BY position
          LIMIT 1;
-        IF FOUND THEN
+        IF FOUND AND envelope ->> 'source_adapter' IS DISTINCT FROM bound THEN
             RAISE EXCEPTION 'role % may append only events of adapter %, not of %',
-                session_user, bound, coalesce('adapter ' || named, 'no adapter')
+                session_user, bound,
+                coalesce('adapter ' || (envelope ->> 'source_adapter'), 'no adapter')
+                USING ERRCODE = 'insufficient_privilege';
+        ELSIF FOUND THEN
+            RAISE EXCEPTION {refusal}, session_user, {refused}
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM {schema}.events WHERE {schema}.is_operator_added(body)) THEN
+            RAISE EXCEPTION 'role % may not append yet: the log has no operator key (register '
+                'one: factledger pg init --operator-key FILE, or factledger operator add)',
+                session_user
                 USING ERRCODE = 'insufficient_privilege';
         END IF;
     END IF;
@@ -139,7 +180,9 @@ _TRIGGERS = (
     FOR EACH STATEMENT EXECUTE FUNCTION {schema}.after_append()""",
 )
 
-_FUNCTIONS = ("refuse_change()", "check_head()", "after_append()")
+_KIND_RULES = ("envelope(bytea)", "is_operator_added(bytea)", "agent_may_write(jsonb)")
+"""Functions a writer's appends run (the index on operator keys, the agents' checks)."""
+_FUNCTIONS = ("refuse_change()", "check_head()", *_KIND_RULES, "after_append()")
 
 _SQL_CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS {schema}"
 _SQL_CREATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('factledger schema ' || %s))"
@@ -170,6 +213,7 @@ _SQL_PRIVILEGES = (
     "GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {writer}, {reader}",
     "GRANT INSERT ON {schema}.events TO {writer}",
     "GRANT UPDATE (position, chain_hash) ON {schema}.head TO {writer}",
+    *(f"GRANT EXECUTE ON FUNCTION {{schema}}.{name} TO {{writer}}" for name in _KIND_RULES),
 )
 _SQL_DATABASE = "SELECT current_database()"
 
@@ -212,24 +256,74 @@ def render(template: str, schema: str, **names: str) -> str:
     return composed.as_string(None)
 
 
+def _kind_rule(template: str, schema: str) -> sql.Composed:
+    """A function of the kind rules, its kinds and fields written in from the payload types
+    (`eventlog.events`): a kind added there is refused to agents here unless agents write it."""
+    operator_added = kind_of(OperatorAdded)
+    in_payload = _operator_fields(sql.SQL("payload"))
+    in_envelope = _operator_fields(sql.SQL("(envelope -> 'payload')"))
+    actions = [*sorted(OPERATOR_KINDS), *(label for _, label in in_payload)]
+    return sql.SQL(template).format(
+        schema=sql.Identifier(schema),
+        marker=sql.Literal(f'"kind":"{operator_added}"'.encode("ascii")),
+        operator_added=sql.Literal(operator_added),
+        agent_kinds=sql.SQL(", ").join(map(sql.Literal, sorted(AGENT_KINDS))),
+        operator_fields=sql.SQL("").join(
+            sql.SQL("\n       AND NOT ({test})").format(test=test) for test, _ in in_payload
+        ),
+        refusal=sql.Literal(
+            "role % is an agent login: it may not append %; only operators write "
+            + ", ".join(actions)
+        ),
+        refused=sql.SQL("CASE {cases} ELSE coalesce({kind}, 'an unreadable event') END").format(
+            cases=sql.SQL(" ").join(
+                sql.SQL("WHEN {test} THEN {label}").format(test=test, label=sql.Literal(label))
+                for test, label in in_envelope
+            ),
+            kind=sql.SQL("envelope -> 'payload' ->> 'kind'"),
+        ),
+    )
+
+
+def _operator_fields(payload: sql.Composable) -> list[tuple[sql.Composed, str]]:
+    """For each kind with operator-only fields (`OPERATOR_FIELDS`): a test that `payload` is
+    of that kind and holds one of them, and how a refusal names such an event."""
+    return [
+        (
+            sql.SQL("{payload} ->> 'kind' = {kind} AND {payload} ?| ARRAY[{fields}]").format(
+                payload=payload,
+                kind=sql.Literal(kind),
+                fields=sql.SQL(", ").join(map(sql.Literal, fields)),
+            ),
+            f"{kind} with {' or '.join(fields)}",
+        )
+        for kind, fields in sorted(OPERATOR_FIELDS.items())
+    ]
+
+
 def has_log(conn: psycopg.Connection[Any], schema: str) -> bool:
     """Whether `schema` holds a log (read from the catalog, whatever this role may read)."""
     row = conn.execute(_SQL_HAS_LOG, (schema,)).fetchone()
     return bool(row and row[0])
 
 
-def create(conn: psycopg.Connection[Any], schema: str, log_id: str, genesis: bytes) -> None:
+def create(conn: psycopg.Connection[Any], schema: str, log_id: str, genesis: bytes) -> bool:
     """Create the log's schema in the caller's open transaction, unless another session
-    created it first (creators are serialized by an advisory lock)."""
+    created it first (creators are serialized by an advisory lock); return whether it did."""
     conn.execute(_SQL_CREATION_LOCK, (schema,))
     if has_log(conn, schema):
-        return
+        return False
     conn.execute(render(_SQL_CREATE_SCHEMA, schema))
-    for statement in (*_TABLES, _REFUSE_CHANGE, _CHECK_HEAD, _AFTER_APPEND, *_TRIGGERS):
+    for statement in (*_TABLES, _REFUSE_CHANGE, _CHECK_HEAD):
+        conn.execute(render(statement, schema))
+    for rule in (_ENVELOPE, _IS_OPERATOR_ADDED, _AGENT_MAY_WRITE, _AFTER_APPEND):
+        conn.execute(_kind_rule(rule, schema))
+    for statement in (_OPERATOR_INDEX, *_TRIGGERS):
         conn.execute(render(statement, schema))
     conn.execute(render(_SQL_META_INSERT, schema), ("log_id", log_id))
     conn.execute(render(_SQL_META_INSERT, schema), ("format", LOG_FORMAT))
     conn.execute(render(_SQL_HEAD_INSERT, schema), (genesis,))
+    return True
 
 
 def create_group_roles(conn: psycopg.Connection[Any], names: Roles) -> None:

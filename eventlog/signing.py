@@ -54,6 +54,12 @@ def claims_of(payload: EventPayload) -> LegacyClaims | None:
     return found if isinstance(found, LegacyClaims) else None
 
 
+def is_unsigned_import(payload: EventPayload) -> bool:
+    """Whether `payload` is an import (it holds claims) that carries no operator signature:
+    in no log do its claims count for anything."""
+    return claims_of(payload) is not None and authorization_of(payload) is None
+
+
 def action_statement(
     *,
     log_id: str,

@@ -27,6 +27,7 @@ from eventlog.errors import (
     FactledgerError,
     InvalidInputError,
     LogBusyError,
+    LogExistsError,
     LogMissingError,
     StorageError,
 )
@@ -36,6 +37,8 @@ from eventlog.rows import decoded_events, stored_rows
 
 log = get_logger("factledger.eventlog")
 T = TypeVar("T")
+FirstEvents = Callable[[str], Sequence[NewEvent]]
+"""Given a new log's id, the events it starts with."""
 
 MEMORY = ":memory:"
 LOG_FORMAT = "factledger-log/1"
@@ -86,6 +89,12 @@ _SQL_SCAN = (
     "WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
 )
 
+_REMNANTS = (
+    "{where} holds factledger tables ({tables}) but no log events table: the log was removed "
+    "from it; nothing was written"
+)
+_EXISTS = "{where} already holds a factledger log; nothing was written"
+
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 _UNUSABLE = "{where} is not a usable SQLite database"
 _PROBLEMS = {
@@ -133,6 +142,11 @@ class SQLiteEventLog:
 
     Appends are serialized by SQLite's write lock, taken with `BEGIN IMMEDIATE` and retried
     with jittered backoff for up to `busy_timeout_s` seconds before `LogBusyError`.
+
+    A log is created where the file holds none. With `first_events`, the log must be new:
+    the events `first_events(log_id)` returns (its first operator's registration) are
+    appended in the transaction that creates it, so no other process ever sees the log
+    without them; a file that holds a log already is `LogExistsError`, and left unchanged.
     """
 
     def __init__(
@@ -144,6 +158,7 @@ class SQLiteEventLog:
         clock_ns: Callable[[], int] = time.time_ns,
         busy_timeout_s: float = 30.0,
         max_content_bytes: int = MAX_CONTENT_BYTES,
+        first_events: FirstEvents | None = None,
     ) -> None:
         if durability not in ("full", "fast"):
             raise InvalidInputError(f"durability must be 'full' or 'fast', got {durability!r}")
@@ -158,7 +173,7 @@ class SQLiteEventLog:
         self._in_transaction = False
         self._conn = self._connect()
         try:
-            self._log_id = self._ensure_schema()
+            self._log_id = self._ensure_schema(first_events)
         except BaseException:
             self._conn.close()
             raise
@@ -205,22 +220,21 @@ class SQLiteEventLog:
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
         conn.execute("PRAGMA temp_store=MEMORY")
 
-    def _ensure_schema(self) -> str:
-        has_log = self._with_retry(
-            lambda: self._conn.execute(_SQL_HAS_LOG).fetchone()[0], "read the schema of"
-        )
-        if not has_log:
+    def _ensure_schema(self, first_events: FirstEvents | None) -> str:
+        has_log = self._with_retry(self._has_log, "read the schema of")
+        if not has_log and self._read_only:
             remnants = self._remnants()
             if remnants:
                 raise LogMissingError(
-                    f"{self._where} holds factledger tables ({', '.join(remnants)}) but no log "
-                    "events table: the log was removed from it; nothing was written",
+                    _REMNANTS.format(where=self._where, tables=", ".join(remnants)),
                     remnants=remnants,
                 )
-            if self._read_only:
-                raise LogMissingError(f"{self._where} holds no factledger log")
+            raise LogMissingError(f"{self._where} holds no factledger log")
+        if has_log and first_events is not None:
+            raise LogExistsError(_EXISTS.format(where=self._where))
+        if not has_log:
             with self.transaction() as tx:
-                tx._create_schema(str(uuid.uuid4()))
+                self._create(tx, first_events)
         row = self._with_retry(
             lambda: self._conn.execute(_SQL_META_GET, ("log_id",)).fetchone(), "read the id of"
         )
@@ -231,6 +245,27 @@ class SQLiteEventLog:
                 remnants=self._remnants(),
             )
         return str(row[0])
+
+    def _has_log(self) -> bool:
+        return bool(self._conn.execute(_SQL_HAS_LOG).fetchone()[0])
+
+    def _create(self, tx: _Transaction, first_events: FirstEvents | None) -> None:
+        """Create the log under the write lock, with its first events, unless another process
+        made it since this one looked (then a log to be made with first events is refused)."""
+        if tx._run(self._has_log, "read the schema of"):
+            if first_events is not None:
+                raise LogExistsError(_EXISTS.format(where=self._where))
+            return
+        remnants = self._remnants()
+        if remnants:
+            raise LogMissingError(
+                _REMNANTS.format(where=self._where, tables=", ".join(remnants)), remnants=remnants
+            )
+        log_id = str(uuid.uuid4())
+        tx._create_schema(log_id)
+        if first_events is not None:
+            self._genesis = chain.genesis(log_id)
+            tx.append_many(first_events(log_id))
 
     def _remnants(self) -> tuple[str, ...]:
         """The factledger tables the file holds (`fl_` names), sorted."""

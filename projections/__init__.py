@@ -23,7 +23,7 @@ from projections.entries import Fact, MemoryEntry
 from projections.errors import CacheRefusedError, LegacyImportError, SyncTimeoutError
 from projections.kb import CrossTaskKB, PublishCounter, get_global_counter
 from projections.knowledge import Identity, KnowledgeProjector, fact_identity, matching_positions
-from projections.legacy import LegacyFile, legacy_events
+from projections.legacy import LegacyFile, holds_legacy_table, legacy_events
 from projections.lineage import LineageProjector
 from projections.projector import (
     ModelSnapshot,
@@ -113,6 +113,7 @@ __all__ = [
     "fact_identity",
     "fold",
     "get_global_counter",
+    "holds_legacy_table",
     "inquiries",
     "legacy_events",
     "lineage",

@@ -3,7 +3,8 @@
 An agent reads as the identity its orchestrator bound (`AgentIdentity`: task, run, adapter),
 under a trust policy (`active_trust_policy()` unless one is given) to which its own adapter is
 added: it sees its own adapter's writes, operator (untagged) writes when the policy trusts
-them, and the writes of the adapters the policy names; never a quarantined version. Where a
+them, and the writes of the adapters the policy names; never a quarantined version, nor an
+import no operator signed. Where a
 fact's newest version is kept out, the agent sees the newest version it may trust, if any.
 
 Every value comes back as shown text: invisible characters escaped (`projections.visible`),
@@ -40,6 +41,7 @@ from projections.projector import ModelSnapshot, ProjectedTransaction
 from projections.prompt import (
     QUARANTINED,
     REFUSED_SCAN,
+    UNSIGNED_IMPORT,
     UNTAGGED_NOT_TRUSTED,
     UNTRUSTED_ADAPTER,
     Recall,
@@ -230,7 +232,12 @@ def read_entries(
                 if len(shown) == count:
                     more = True
                     break
-                reason = _reason(policy, entry.source_adapter, quarantined=False)
+                reason = _reason(
+                    policy,
+                    entry.source_adapter,
+                    quarantined=False,
+                    unsigned_import=entry.unsigned_import,
+                )
                 if reason is None and unconfirmed_entries(snap, [entry]):
                     reason = READ_MODEL_MISMATCH
                 source = (
@@ -255,10 +262,18 @@ def read_entries(
     )
 
 
-def trust_of(policy: MemoryTrustPolicy, adapter: str | None, *, quarantined: bool = False) -> str:
+def trust_of(
+    policy: MemoryTrustPolicy,
+    adapter: str | None,
+    *,
+    quarantined: bool = False,
+    unsigned_import: bool = False,
+) -> str:
     """`TRUSTED` when a reader under `policy` may see a row written under `adapter`;
-    otherwise why not (`untrusted_adapter`, `untagged_not_trusted`, `quarantined`)."""
-    return _reason(policy, adapter, quarantined=quarantined) or TRUSTED
+    otherwise why not (`untrusted_adapter`, `untagged_not_trusted`, `quarantined`, or
+    `unsigned_import` for an import no operator signed)."""
+    reason = _reason(policy, adapter, quarantined=quarantined, unsigned_import=unsigned_import)
+    return reason or TRUSTED
 
 
 def recall(
@@ -334,12 +349,20 @@ def _split(
     return trusted, kept
 
 
-def _reason(policy: MemoryTrustPolicy, adapter: str | None, *, quarantined: bool) -> str | None:
+def _reason(
+    policy: MemoryTrustPolicy,
+    adapter: str | None,
+    *,
+    quarantined: bool,
+    unsigned_import: bool = False,
+) -> str | None:
     """Why a version written under `adapter` is kept out, or None if the reader may see it."""
     if quarantined:
         return QUARANTINED
     if not policy.enabled:
         return None
+    if unsigned_import:
+        return UNSIGNED_IMPORT
     if adapter is None:
         return None if policy.trust_untagged else UNTAGGED_NOT_TRUSTED
     return None if adapter in policy.trusted_adapters else UNTRUSTED_ADAPTER

@@ -6,10 +6,11 @@ it without touching the chain. So a row is believed only as far as its event bea
 Before a memory entry is rendered into a prompt, `unconfirmed_entries` reads the event at
 the entry's position in the same snapshot and compares what the prompt shows: the text and
 its hash, the type, the adapter and the producer (an import's row may show the legacy
-row's claims, but only if the import could have been honoured: signed, or written under no
-adapter). It also holds the row's visibility to the read model's own quarantine table: a row
-shown (`hidden` cleared by hand) while a quarantine covers its position is kept out.
-Comparing a whole read model with a refold of the log is `projections.comparison`.
+row's claims, but only if the import could have been honoured: signed), and whether it is
+flagged an import no operator signed. It also holds the row's visibility to the read model's
+own quarantine table: a row shown (`hidden` cleared by hand) while a quarantine covers its
+position is kept out. Comparing a whole read model with a refold of the log is
+`projections.comparison`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from eventlog import (
     RecordedEvent,
 )
 from eventlog.logs import get_logger
-from eventlog.signing import authorization_of, claims_of
+from eventlog.signing import authorization_of, claims_of, is_unsigned_import
 from projections import sql
 from projections.entries import MemoryEntry
 from projections.projector import ModelSnapshot
@@ -43,17 +44,19 @@ def entry_problems(entry: MemoryEntry, record: RecordedEvent | None) -> tuple[st
         return ("event",)
     payload = record.payload
     own_producer = record.producer_task_id or None
+    imported = False
     if isinstance(payload, FactPublished):
         kind, text = "cross_task", payload.value
         writers = [(record.source_adapter, own_producer)]
     elif isinstance(payload, MemoryAdded):
         kind, text = payload.type, payload.content
         claims = claims_of(payload)
+        imported = claims is not None
         if claims is None:
             writers = [(record.source_adapter, payload.task_id)]
         else:
             writers = [(record.source_adapter, own_producer)]
-            if authorization_of(payload) is not None or record.source_adapter is None:
+            if authorization_of(payload) is not None:
                 writers.append((claims.source_adapter, claims.task_id))
     else:
         return ("event",)
@@ -66,6 +69,10 @@ def entry_problems(entry: MemoryEntry, record: RecordedEvent | None) -> tuple[st
         wrong.append("source_adapter")
     if (entry.source_adapter, entry.task_id) not in writers and "source_adapter" not in wrong:
         wrong.append("task_id")
+    if (entry.unsigned_import and not imported) or (
+        is_unsigned_import(payload) and not entry.unsigned_import
+    ):
+        wrong.append("unsigned_import")
     return tuple(wrong)
 
 

@@ -27,6 +27,9 @@ class MemoryEntry(msgspec.Struct, frozen=True, kw_only=True):
     """For an imported entry: what the legacy row said about itself (its id, created_at,
     task, agent, model and adapter), shown as claims. The fields above say what readers and
     the trust policy go by (README, "Imports")."""
+    unsigned_import: bool = False
+    """An import no operator key signed: the fields above name its importer, its claims are
+    only claims, and no trust policy trusts it (the reason `unsigned_import`)."""
 
     def __post_init__(self) -> None:
         if not self.position:

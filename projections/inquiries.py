@@ -78,9 +78,10 @@ def unauthorized(db: Readable, positions: Sequence[int] | None = None) -> list[R
     return _sorted(over_positions(db, sql.UNAUTHORIZED_AT, positions))
 
 
-def imported_rows(db: Readable) -> set[tuple[int, float, str]]:
-    """Legacy rows imported with effect: (legacy id, created_at, content hash)."""
-    return {(r[0], r[1], r[2]) for r in db.execute(sql.IMPORT_ALL)}
+def imported_rows(db: Readable, *, signed: bool) -> set[tuple[int, float, str]]:
+    """Legacy rows imported with effect (with `signed`, only those an operator's signature
+    made count): (legacy id, created_at, content hash)."""
+    return {(r[0], r[1], r[2]) for r in db.execute(sql.IMPORT_ALL, (int(signed),))}
 
 
 def receipts_touching(db: Readable, positions: Sequence[int]) -> list[Row]:
@@ -97,7 +98,7 @@ def live_facts(db: Readable, positions: Sequence[int]) -> list[Row]:
 
 def live_entries(db: Readable, positions: Sequence[int]) -> list[Row]:
     """Which of `positions` are visible memory entries: (id, type, tags, producer_task_id,
-    source_adapter, content_hash)."""
+    source_adapter, content_hash, claims as JSON or None, unsigned_import)."""
     return _sorted(over_positions(db, sql.FORENSIC_LIVE_ENTRIES, positions))
 
 

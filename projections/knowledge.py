@@ -34,7 +34,7 @@ from eventlog import (
 )
 from eventlog.signing import claims_of
 from projections import conflicts, sql
-from projections.operators import Authority
+from projections.operators import CLAIMS, UNSIGNED_IMPORT, Authority
 from projections.projector import TableWriter
 from projections.reads import Readable
 
@@ -60,7 +60,7 @@ class KnowledgeProjector:
     Signatures cover the log's id, so the projector is made for one log."""
 
     name = "knowledge"
-    version = 5
+    version = 6
     tables = sql.KNOWLEDGE_TABLES + sql.CONFLICT_TABLES
 
     def __init__(self, log_id: str) -> None:
@@ -128,8 +128,10 @@ class KnowledgeProjector:
     ) -> tuple[object, ...] | None:
         """The memory row an added entry makes; None for an import without effect.
 
-        An import's claims are its row's provenance only when honoured; otherwise the row
-        says what the event says: the importer's producer and adapter, the import's time.
+        An import's claims are its row's provenance only when an operator signed it;
+        otherwise the row says what the event says (the importer's producer and adapter, the
+        import's time) and keeps the claims as claims, and an import no operator signed is
+        flagged `unsigned_import`, which no trust policy trusts.
         """
         claims = claims_of(payload)
         if claims is None:
@@ -145,14 +147,16 @@ class KnowledgeProjector:
                 producer=record.producer_task_id,
                 claims=None,
             )
-        honoured = self._authority.honours_claims(writer, record)
-        if honoured is None:
+        standing = self._authority.import_standing(writer, record)
+        if standing is None:
             return None
+        signed = standing != UNSIGNED_IMPORT
         writer.execute(
-            sql.IMPORT_INSERT, (claims.id, claims.created_at, record.content_hash, record.position)
+            sql.IMPORT_INSERT,
+            (claims.id, claims.created_at, record.content_hash, signed, record.position),
         )
         shown = _CLAIMS.encode(claims).decode("utf-8")
-        if honoured:
+        if standing == CLAIMS:
             return _row(
                 record,
                 payload,
@@ -174,6 +178,7 @@ class KnowledgeProjector:
             adapter=record.source_adapter,
             producer=record.producer_task_id,
             claims=shown,
+            unsigned_import=not signed,
         )
 
 
@@ -188,6 +193,7 @@ def _row(
     adapter: str | None,
     producer: str,
     claims: str | None,
+    unsigned_import: bool = False,
 ) -> tuple[object, ...]:
     """A `fl_memory` row, in `sql.MEMORY_INSERT`'s column order."""
     return (
@@ -204,6 +210,7 @@ def _row(
         producer,
         record.content_hash,
         claims,
+        unsigned_import,
     )
 
 

@@ -31,6 +31,11 @@ REQUIRED = ("id", "type", "content", "tags", "importance", "task_id", "created_a
 OPTIONAL = ("source_agent", "source_model", "source_adapter")
 
 
+def holds_legacy_table(db: Readable) -> bool:
+    """Whether `db` has a table named `memory` (the replaced store's, perhaps)."""
+    return bool(db.execute(sql.LEGACY_TABLE_EXISTS))
+
+
 def legacy_events(
     db: Readable,
     *,
@@ -43,7 +48,7 @@ def legacy_events(
     actor; None if `db` has no such table with the columns it needs (with `strict`, that is
     a `LegacyImportError`)."""
     problem = None
-    if not db.execute(sql.LEGACY_TABLE_EXISTS):
+    if not holds_legacy_table(db):
         problem = "it has no memory table"
     else:
         present = {row[1] for row in db.execute(sql.LEGACY_COLUMNS)}

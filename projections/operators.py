@@ -2,15 +2,19 @@
 
 The knowledge projector folds events in log order, so its operator table holds, at each
 event, the keys registered at that position. A log with no operator key yet is open: any
-operator action takes effect, as in a store without operators. Once a key is registered, an
-operator action (a quarantine, a release, an import, an operator event) takes effect only if
-it carries a valid Ed25519 signature by a key registered and not removed at its position;
+operator action takes effect, as in a store without operators, but an import's claims count
+for nothing (no operator vouched for them) and its rows are trusted by no policy. Once a key
+is registered, an operator action (a quarantine, a release, a policy, an approval or
+rejection, an import, an operator event) takes effect only if it carries a valid Ed25519
+signature by a key registered and not removed at its position;
 otherwise it changes nothing any reader sees, and its position, kind and the reason are kept
 in `fl_unauthorized`. The first key is registered by an `operator_added` signed by that key
 itself; the last key still registered cannot be removed, so a log never falls back to open.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from eventlog import (
     EventPayload,
@@ -51,6 +55,12 @@ NOT_AN_OPERATOR = "not_an_operator"
 LAST_OPERATOR = "last_operator"
 """An `operator_removed` that would leave the log without an operator key."""
 
+Standing = Literal["claims", "signed_own", "unsigned"]
+"""How an import counts (`Authority.import_standing`)."""
+CLAIMS: Standing = "claims"
+SIGNED_OWN: Standing = "signed_own"
+UNSIGNED_IMPORT: Standing = "unsigned"
+
 
 class Authority:
     """Checks the operator actions of one log as they are folded. Needs the log's id, which
@@ -65,19 +75,20 @@ class Authority:
             return True
         return self._accepted(writer, record, self.signature_problem(writer, record))
 
-    def honours_claims(self, writer: TableWriter, record: RecordedEvent) -> bool | None:
-        """For an import (`memory_added` with claims): True when its claims are honoured (a
-        valid operator signature, or an open log and an importer with no adapter), False
-        when it counts as written by the importer, None when it takes no effect (refused)."""
+    def import_standing(self, writer: TableWriter, record: RecordedEvent) -> Standing | None:
+        """How an import (`memory_added` with claims) counts: `CLAIMS` when an operator key
+        registered at its position signed it (its claims are its provenance), `SIGNED_OWN`
+        when one signed it but its claims name malformed actors (it counts as the signer's own
+        writing), `UNSIGNED_IMPORT` in a log with no operator key (no operator vouched for it, so
+        nothing trusts it), None when it takes no effect (refused: not validly signed in a log
+        with operators)."""
         claims = claims_of(record.payload)
         assert claims is not None
-        if writer.execute(sql.OPERATOR_ANY):
-            if not self._accepted(writer, record, self.signature_problem(writer, record)):
-                return None
-            return _valid_actors(claims.task_id, claims.source_adapter)
-        return record.source_adapter is None and _valid_actors(
-            claims.task_id, claims.source_adapter
-        )
+        if not writer.execute(sql.OPERATOR_ANY):
+            return UNSIGNED_IMPORT
+        if not self._accepted(writer, record, self.signature_problem(writer, record)):
+            return None
+        return CLAIMS if _valid_actors(claims.task_id, claims.source_adapter) else SIGNED_OWN
 
     def add(self, writer: TableWriter, record: RecordedEvent, payload: OperatorAdded) -> None:
         """Fold an `operator_added`: the first must be signed by the key it adds."""

@@ -56,6 +56,12 @@ REFUSED_SCAN = 200
 UNTRUSTED_ADAPTER = "untrusted_adapter"
 UNTAGGED_NOT_TRUSTED = "untagged_not_trusted"
 QUARANTINED = "quarantined"
+UNSIGNED_IMPORT = "unsigned_import"
+"""The reason for an import no operator key signed: its claims are only claims, so no policy
+trusts it, whatever adapter it claims or its importer has."""
+UNSIGNED_SOURCE = "unsigned-import"
+"""The source a rendered block names for an import no operator signed (shown only when the
+policy is off), never `operator`."""
 
 MIN_FENCE = 4
 
@@ -208,6 +214,8 @@ def _exclusions(refused: list[Candidate]) -> tuple[Exclusion, ...]:
 def _reason(candidate: Candidate) -> str:
     if candidate.quarantined:
         return QUARANTINED
+    if candidate.entry.unsigned_import:
+        return UNSIGNED_IMPORT
     if candidate.entry.source_adapter is None:
         return UNTAGGED_NOT_TRUSTED
     return UNTRUSTED_ADAPTER
@@ -226,7 +234,8 @@ def render(entries: Sequence[MemoryEntry]) -> str:
     """The prompt section for `entries` ('' for none), each in a fence it cannot close: one
     `~` longer than the longest run in that entry's shown text (so at most 33).
 
-    The source is `adapter:<name>`, or `operator` for an entry written under no adapter.
+    The source is `adapter:<name>`, `operator` for an entry written under no adapter, or
+    `unsigned-import` for an import no operator signed, whoever its importer.
     """
     if not entries:
         return ""
@@ -235,7 +244,7 @@ def render(entries: Sequence[MemoryEntry]) -> str:
         content = visible(entry.content)
         longest = max((len(run) for run in _TILDES.findall(content)), default=0)
         fence = "~" * max(MIN_FENCE, longest + 1)
-        source = f"adapter:{entry.source_adapter}" if entry.source_adapter else "operator"
+        source = _source(entry)
         producer = entry.task_id or "unknown"
         blocks += [
             "",
@@ -245,6 +254,12 @@ def render(entries: Sequence[MemoryEntry]) -> str:
             fence,
         ]
     return "\n".join(blocks) + "\n"
+
+
+def _source(entry: MemoryEntry) -> str:
+    if entry.unsigned_import:
+        return UNSIGNED_SOURCE
+    return f"adapter:{entry.source_adapter}" if entry.source_adapter else "operator"
 
 
 def _field(text: str) -> str:

@@ -71,6 +71,7 @@ def entry_from_row(row: Row) -> MemoryEntry:
         position=row[0],
         content_hash=row[10],
         claims=None if row[11] is None else _CLAIMS.decode(row[11]),
+        unsigned_import=bool(row[12]),
     )
 
 
@@ -172,12 +173,15 @@ def _everything(row: Row) -> bool:
 
 
 def _trusted(trust: tuple[bool, Sequence[str]] | None) -> Callable[[Row], bool]:
-    """Whether a ranked row may reach a prompt: visible, and trusted unless the policy is off."""
+    """Whether a ranked row may reach a prompt: visible, and trusted unless the policy is off
+    (never an import no operator signed)."""
     if trust is None:
         return lambda row: row[3] == 0
     untagged, adapters = trust
     allowed = frozenset(adapters)
-    return lambda row: row[3] == 0 and (untagged if row[4] is None else row[4] in allowed)
+    return lambda row: (
+        row[3] == 0 and not row[5] and (untagged if row[4] is None else row[4] in allowed)
+    )
 
 
 def _ranked(
@@ -249,7 +253,7 @@ class _TagList:
         if len(rows) < self.chunk:
             self.exhausted = True
         else:
-            self.reached = (rows[-1][5], rows[-1][0])
+            self.reached = (rows[-1][6], rows[-1][0])
         self.taken += len(rows)
         self.chunk = min(2 * self.chunk, MAX_POSITION)
         return rows

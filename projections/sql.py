@@ -87,7 +87,8 @@ KNOWLEDGE_DDL = (
         producer_task_id TEXT NOT NULL,
         content_hash TEXT NOT NULL,
         hidden INTEGER NOT NULL DEFAULT 0,
-        claims TEXT
+        claims TEXT,
+        unsigned_import INTEGER NOT NULL DEFAULT 0
     )""",
     # Keyed by importance, so each tag's entries can be read in rank order (`reads`). The
     # importance is a copy of the entry's; the projector always writes it, and the default
@@ -151,13 +152,16 @@ KNOWLEDGE_DDL = (
         key_id TEXT,
         reason TEXT NOT NULL
     )""",
-    # Legacy rows imported with effect, so importing them again writes nothing.
+    # Legacy rows imported with effect, so importing them again writes nothing; `signed` when
+    # an operator's signature made the claims count, so a signed import still writes the rows
+    # only an unsigned one imported.
     """CREATE TABLE fl_import (
         legacy_id INTEGER NOT NULL,
         created_at REAL NOT NULL,
         content_hash TEXT NOT NULL,
+        signed INTEGER NOT NULL,
         position INTEGER NOT NULL,
-        PRIMARY KEY (legacy_id, created_at, content_hash)
+        PRIMARY KEY (legacy_id, created_at, content_hash, signed)
     ) WITHOUT ROWID""",
 )
 
@@ -166,8 +170,8 @@ HIDDEN_SUPERSEDED = 2
 
 MEMORY_INSERT = (
     "INSERT INTO fl_memory (id, type, content, tags, importance, task_id, created_at, "
-    "source_agent, source_model, source_adapter, producer_task_id, content_hash, claims) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "source_agent, source_model, source_adapter, producer_task_id, content_hash, claims, "
+    "unsigned_import) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 MIRROR_INSERT = (
     "INSERT INTO fl_memory (id, type, content, tags, importance, task_id, created_at, "
@@ -256,16 +260,17 @@ UNAUTHORIZED_AT = (
     "SELECT position, kind, key_id, reason FROM fl_unauthorized WHERE position IN ({marks})"
 )
 IMPORT_INSERT = (
-    "INSERT OR IGNORE INTO fl_import (legacy_id, created_at, content_hash, position) "
-    "VALUES (?, ?, ?, ?)"
+    "INSERT OR IGNORE INTO fl_import (legacy_id, created_at, content_hash, signed, position) "
+    "VALUES (?, ?, ?, ?, ?)"
 )
-IMPORT_ALL = "SELECT legacy_id, created_at, content_hash FROM fl_import"
+IMPORT_ALL = "SELECT legacy_id, created_at, content_hash FROM fl_import WHERE signed >= ?"
 
 # -- reads ----------------------------------------------------------------------------------
 
 ENTRY_COLUMNS = (
     "m.id, m.type, m.content, m.tags, m.importance, m.task_id, m.created_at, "
-    "m.source_agent, m.source_model, m.source_adapter, m.content_hash, m.claims"
+    "m.source_agent, m.source_model, m.source_adapter, m.content_hash, m.claims, "
+    "m.unsigned_import"
 )
 ENTRIES = (
     "SELECT "
@@ -281,7 +286,7 @@ FILTER_BEFORE = " AND m.id < ?"
 # equals), a chunk at a time, resuming below the last (importance, id) read. CROSS JOIN keeps
 # the tag list as the outer loop, so the walk follows its primary key and never sorts. They
 # read only what ranking needs; the entries that make the cut are then read by id.
-RANK_COLUMNS = "m.id, m.tags, m.importance, m.hidden, m.source_adapter"
+RANK_COLUMNS = "m.id, m.tags, m.importance, m.hidden, m.source_adapter, m.unsigned_import"
 RANKED_FIRST = (
     "SELECT " + RANK_COLUMNS + ", t.importance FROM fl_memory_tag t CROSS JOIN fl_memory m "
     "ON m.id = t.entry_id WHERE t.tag = ?{filters} "
@@ -383,8 +388,9 @@ FORENSIC_LIVE_FACTS = (
     "WHERE c.position IN ({marks}) ORDER BY f.position"
 )
 FORENSIC_LIVE_ENTRIES = (
-    "SELECT m.id, m.type, m.tags, m.producer_task_id, m.source_adapter, m.content_hash "
-    "FROM fl_memory m WHERE m.hidden = 0 AND m.type <> 'cross_task' AND m.id IN ({marks}) "
+    "SELECT m.id, m.type, m.tags, m.producer_task_id, m.source_adapter, m.content_hash, "
+    "m.claims, m.unsigned_import FROM fl_memory m "
+    "WHERE m.hidden = 0 AND m.type <> 'cross_task' AND m.id IN ({marks}) "
     "ORDER BY m.id"
 )
 FORENSIC_OVERWRITTEN = (

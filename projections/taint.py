@@ -1,9 +1,9 @@
 """Weakest-link trust: taint follows lineage (`projections.lineage`).
 
-A write with an ancestor, however far up, that the policy in force does not trust, that is
-quarantined, or whose row its event does not bear out is itself tainted, and names that
-ancestor as its source. Ancestors are judged by their events in the log (the truth), not by
-read-model rows an attacker could edit.
+A write with an ancestor, however far up, that the policy in force does not trust (an import
+no operator signed included), that is quarantined, or whose row its event does not bear out
+is itself tainted, and names that ancestor as its source. Ancestors are judged by their
+events in the log (the truth), not by read-model rows an attacker could edit.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from eventlog.logs import get_logger
+from eventlog.signing import is_unsigned_import
 from projections import sql
 from projections.drift import READ_MODEL_MISMATCH, entry_problems
 from projections.lineage import ancestors
@@ -56,12 +57,20 @@ def _bad_sources(
         if position in bad:
             continue
         record = next(snap.read(position - 1, position), None) if position <= head else None
-        if record is None or (policy.enabled and not _trusted(policy, record.source_adapter)):
+        row = rows.get(position)
+        entry = None if row is None else entry_from_row(row)
+        if record is None or (
+            policy.enabled
+            and (
+                not _trusted(policy, record.source_adapter)
+                or is_unsigned_import(record.payload)
+                or (entry is not None and entry.unsigned_import)
+            )
+        ):
             bad.add(position)
             continue
-        row = rows.get(position)
-        if row is not None:
-            problems = entry_problems(entry_from_row(row), record)
+        if entry is not None:
+            problems = entry_problems(entry, record)
             if problems:
                 log.error(
                     READ_MODEL_MISMATCH, table="fl_memory", position=position, fields=list(problems)

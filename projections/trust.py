@@ -1,7 +1,9 @@
 """Which memory may reach a live prompt: the provenance trust policy.
 
-Untagged rows (operator and legacy writes) are trusted by default; a row written under an
-adapter is trusted only if that adapter was opted in. The policy is on unless switched off.
+Untagged rows (operator writes, and imports an operator signed claiming no adapter) are
+trusted by default; a row written under an adapter is trusted only if that adapter was opted
+in; an import no operator signed (`unsigned_import`) is never trusted. The policy is on
+unless switched off.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class MemoryTrustPolicy:
             raise InvalidTypeError(f"expected a MemoryEntry, not {type(entry).__name__}")
         if not self.enabled:
             return True
+        if entry.unsigned_import:
+            return False
         if entry.source_adapter is None:
             return self.trust_untagged
         return entry.source_adapter in self.trusted_adapters

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from eventlog import __version__
 from replay.audit import AuditProblem, AuditReport, CheckpointSummary, verify
+from replay.bootstrap import LogMade, init_log, init_postgres
 from replay.checkpoints import Checkpoint, NoteSignature, checkpoint
 from replay.conflicts import HeldVersion, approve, policy_owners, reject, set_conflict_policy
 from replay.errors import KeyFileError, NotAuthorizedError, UnsignedCheckpointError
@@ -83,6 +84,7 @@ __all__ = [
     "LineageNode",
     "LiveEntry",
     "LiveFact",
+    "LogMade",
     "NotAuthorizedError",
     "NoteSignature",
     "Operator",
@@ -108,6 +110,8 @@ __all__ = [
     "generate_key",
     "history",
     "import_legacy",
+    "init_log",
+    "init_postgres",
     "lineage",
     "list_operators",
     "policy_owners",

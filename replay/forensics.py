@@ -10,6 +10,7 @@ import msgspec
 from eventlog import (
     FactPublished,
     InvalidInputError,
+    LegacyClaims,
     MemoryAdded,
     MemoryRemoved,
     MemoryReweighted,
@@ -40,6 +41,7 @@ ACTOR_KINDS = frozenset(
 )
 """Kinds listed as what a suspect did: every kind but recall receipts, which `exposed` and
 `shielded` list."""
+_CLAIMS = msgspec.json.Decoder(LegacyClaims)
 
 
 class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +59,10 @@ class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
     """For an operator action: the id of the key whose signature it carries, if any."""
     unauthorized: str | None = None
     """For an operator action that took no effect: why (the log's operators did not sign it)."""
+    claims: LegacyClaims | None = None
+    """For an import: what the legacy row said about itself, kept as claims. The producer,
+    adapter, run and time above are the importer's; the claims count only for an import an
+    operator signed (`signed_by`)."""
 
 
 class LiveFact(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,6 +87,11 @@ class LiveEntry(msgspec.Struct, frozen=True, kw_only=True):
     producer_task_id: str
     source_adapter: str | None
     content_hash: str
+    claims: LegacyClaims | None = None
+    """For an import: what the legacy row claimed, shown as claims, never as the entry's
+    provenance unless an operator signed the import."""
+    unsigned_import: bool = False
+    """An import no operator signed: no trust policy trusts it."""
 
 
 class Replacement(msgspec.Struct, frozen=True, kw_only=True):
@@ -204,6 +215,8 @@ def blast_radius(
                         producer_task_id=r[3],
                         source_adapter=r[4],
                         content_hash=r[5],
+                        claims=None if r[6] is None else _CLAIMS.decode(r[6]),
+                        unsigned_import=bool(r[7]),
                     )
                     for r in inquiries.live_entries(model, suspects)
                 ],
@@ -239,6 +252,7 @@ def _suspect(record: RecordedEvent, refused: str | None) -> SuspectEvent:
         content_hash=record.content_hash,
         signed_by=None if signature is None else signature.key_id,
         unauthorized=refused,
+        claims=claims_of(record.payload),
     )
 
 
@@ -250,7 +264,10 @@ def _subject(record: RecordedEvent) -> str:
     if isinstance(payload, MemoryAdded):
         entry = f"{payload.type} entry tagged {','.join(payload.tags) or '-'}"
         claims = claims_of(payload)
-        return entry if claims is None else f"import of legacy row {claims.id}: {entry}"
+        if claims is None:
+            return entry
+        signed = "signed" if authorization_of(payload) is not None else "unsigned"
+        return f"{signed} import of legacy row {claims.id}: {entry}"
     if isinstance(payload, MemoryRemoved):
         return f"{payload.reason} entries {','.join(map(str, payload.entry_ids))}"
     if isinstance(payload, MemoryReweighted):

@@ -125,7 +125,10 @@ class KeptOut(BaseModel):
     """An entry kept out of a recall, and why."""
 
     position: int
-    reason: str = Field(description="untrusted_adapter, untagged_not_trusted or quarantined")
+    reason: str = Field(
+        description="untrusted_adapter, untagged_not_trusted, unsigned_import (an import no "
+        "operator signed), quarantined, tainted or read_model_mismatch"
+    )
 
 
 class Recalled(BaseModel):

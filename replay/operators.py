@@ -1,11 +1,13 @@
 """Operators: the Ed25519 keys a log registers, and the signing of operator actions.
 
 A log with no operator key is open: any local user can act as operator (quarantine, release,
-import), as in a store without operators. `add_operator` registers a key (the first one
-signed by itself, later ones by an operator key); from then on every operator action must
-carry a signature by a key registered at its position, and the knowledge projector gives an
-unsigned or badly signed one no effect (`projections.operators`). These functions refuse
-such an action before writing anything, with `NotAuthorizedError`.
+policy, approval, rejection), as in a store without operators, and what it imports is not
+trusted. `add_operator` registers a key (the first one signed by itself, later ones by an
+operator key; `replay.bootstrap` makes a log with its first key in the step that creates
+it); from then on every operator action must carry a signature by a key registered at its
+position, and the knowledge projector gives an unsigned or badly signed one no effect
+(`projections.operators`). These functions refuse such an action before writing anything,
+with `NotAuthorizedError`.
 """
 
 from __future__ import annotations
@@ -49,11 +51,12 @@ ACTION_ID_PREFIX = "op:"
 """Event ids of signed actions, chosen before signing (the log stores an id once)."""
 OPEN = (
     "no operator key is registered: any local user can act as operator until one is added "
-    "(factledger operator add)"
+    "(factledger operator add), and nothing imported is trusted; factledger init "
+    "--operator-key FILE makes a new log with its operator"
 )
 ENFORCED = (
-    "quarantine, release, import and operator changes take effect only when signed by a key "
-    "registered here"
+    "quarantines, releases, policies, approvals, rejections, imports and operator changes "
+    "take effect only when signed by a key registered here"
 )
 MAX_REASON_CHARS = 2000
 
@@ -269,6 +272,12 @@ def signed_event(
                 f"position {found[5]}"
             )
     assert key is not None
+    return sign(log_id, payload, actor=actor, key=key)
+
+
+def sign(log_id: str, payload: EventPayload, *, actor: Actor, key: OperatorKey) -> NewEvent:
+    """The event for `payload` by `actor`, signed with `key` for the log `log_id` (checking
+    that the log accepts the key is the caller's part: `signed_event`)."""
     event = actor.event(payload, event_id=new_action_id())
     assert event.event_id is not None
     statement = action_statement(
@@ -282,6 +291,14 @@ def signed_event(
     authorization = Authorization(key_id=key.key_id, signature=_b64(key.sign(statement)))
     signed = msgspec.structs.replace(payload, authorization=authorization)
     return msgspec.structs.replace(event, payload=signed)
+
+
+def first_operator(log_id: str, key: OperatorKey, *, actor: Actor = OPERATOR) -> NewEvent:
+    """The registration of `key` as the first operator key of the new log `log_id`, signed
+    by itself: what a log made with its operator starts with (`replay.bootstrap`)."""
+    public = key.public
+    payload = OperatorAdded(name=public.name, key_id=public.key_id, public_key=_b64(public.raw))
+    return sign(log_id, payload, actor=actor, key=key)
 
 
 def append_with_effect(tx: ProjectedTransaction, events: Sequence[NewEvent]) -> list[RecordedEvent]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import closing
 from typing import TextIO
 
 import msgspec
@@ -62,8 +63,9 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     last_position: int | None
     claims_honoured: bool
     """Whether readers take the rows' own claims (adapter, task, created_at) as their
-    provenance: signed by an operator key, or in a log with no operator imported by an actor
-    with no adapter. Otherwise they count as written by the importer, now."""
+    provenance: only when signed by an operator key. Otherwise the rows count as written by
+    the importer, now, their claims shown as claims, and no trust policy trusts them
+    (`unsigned_import`)."""
 
 
 _ENCODER = msgspec.json.Encoder()
@@ -116,14 +118,31 @@ def import_legacy(
     cache: str | os.PathLike[str] | None = None,
 ) -> ImportReport:
     """Import the `memory` table of a legacy database file as events written now by `actor`,
-    each row's own fields kept as claims. Rows already imported (from this or an identical
-    file) are written again never. An import is an operator action: once the log has an
-    operator key it needs `key`. A file with no `memory` table, or a row that cannot be
-    represented, is an error naming it, and nothing is imported. Given a `cache`, writes
-    through that host's cache of the log `db_path` names (`Actor.store`)."""
+    each row's own fields kept as claims, honoured only when `key`, an operator key of the
+    log, signs the import. Rows already imported (from this or an identical file) are
+    written again never, but for a signed import of rows only an unsigned one imported. An
+    import is an operator action: once the log has an operator key it needs `key`. A file
+    with no `memory` table, or a row that cannot be represented, is an error naming it, and
+    nothing is imported. Given a `cache`, writes through that host's cache of the log
+    `db_path` names (`Actor.store`)."""
     signer = None if key is None else operator_key(key)
-    legacy = LegacyFile(source)
-    try:
+    events = legacy_rows(source, actor)
+    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
+        fresh = not_imported(inquiries.imported_rows(tx, signed=signer is not None), events)
+        signed = [
+            signed_event(
+                tx, store.event_log.log_id, e.payload, actor=actor, key=signer, action="import"
+            )
+            for e in fresh
+        ]
+        records = append_with_effect(tx, signed) if signed else []
+    return import_report(source, events, [r.position for r in records], signed=signer is not None)
+
+
+def legacy_rows(source: str | os.PathLike[str], actor: Actor) -> list[NewEvent]:
+    """Events importing every row of the `memory` table in the file `source`, written by
+    `actor` (a file with no such table, or a row that cannot be represented, is an error)."""
+    with closing(LegacyFile(source)) as legacy:
         events = legacy_events(
             legacy,
             producer_task_id=actor.producer_task_id,
@@ -131,22 +150,14 @@ def import_legacy(
             source_adapter=actor.source_adapter,
             strict=True,
         )
-    finally:
-        legacy.close()
     assert events is not None
-    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
-        fresh = _not_imported(inquiries.imported_rows(tx), events)
-        signed = [
-            signed_event(
-                tx, store.event_log.log_id, e.payload, actor=actor, key=signer, action="import"
-            )
-            for e in fresh
-        ]
-        honoured = signer is not None or (
-            actor.source_adapter is None and not inquiries.has_operator(tx)
-        )
-        records = append_with_effect(tx, signed) if signed else []
-    new = [r.position for r in records]
+    return events
+
+
+def import_report(
+    source: str | os.PathLike[str], events: list[NewEvent], new: list[int], *, signed: bool
+) -> ImportReport:
+    """What importing `events` from `source` did, the rows written at positions `new`."""
     return ImportReport(
         source=str(source),
         rows=len(events),
@@ -154,11 +165,11 @@ def import_legacy(
         already_present=len(events) - len(new),
         first_position=new[0] if new else None,
         last_position=new[-1] if new else None,
-        claims_honoured=honoured,
+        claims_honoured=signed,
     )
 
 
-def _not_imported(done: set[tuple[int, float, str]], events: list[NewEvent]) -> list[NewEvent]:
+def not_imported(done: set[tuple[int, float, str]], events: list[NewEvent]) -> list[NewEvent]:
     """`events` whose legacy rows (id, created_at, content) were not imported yet, once each."""
     fresh = []
     for event in events:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from replay.cli import (
     agents,
     audit,
+    bootstrap,
     conflicts,
     demo,
     forensics,
@@ -27,6 +28,7 @@ __all__ = [
     "agents",
     "app",
     "audit",
+    "bootstrap",
     "conflicts",
     "demo",
     "forensics",

@@ -19,7 +19,6 @@ import click
 from eventlog import (
     FactledgerError,
     InvalidInputError,
-    LogMissingError,
     StorageError,
     __version__,
     open_log,
@@ -32,6 +31,7 @@ from projections import (
     active_trust_policy,
     environment,
 )
+from replay.bootstrap import holds_log
 from replay.cli import output
 from replay.cli.logs import logging_to_stderr
 from replay.keys import OperatorKey, read_operator_key
@@ -136,7 +136,7 @@ class Session:
         """Whether a write now would start a new log: the file holds none yet (a file that
         holds a log's remains is refused instead). A log in PostgreSQL is made by `pg init`
         (or by the first write of a role that may create tables), and not reported here."""
-        return self.dsn is None and not _holds_log(self.db)
+        return self.dsn is None and not holds_log(self.db)
 
     def created_log(self) -> None:
         """Say on stderr that a write started a new log, so a mistyped --db is noticed."""
@@ -187,17 +187,6 @@ class Session:
             output.show(rows, columns)
         else:
             output.say(empty)
-
-
-def _holds_log(path: str) -> bool:
-    """Whether the file at `path` holds a factledger log (opened read-only to see)."""
-    try:
-        open_log(path, read_only=True).close()
-    except LogMissingError as exc:
-        if exc.remnants:
-            raise
-        return False
-    return True
 
 
 def fail(message: str, *, code: int = EXIT_ERROR) -> int:

@@ -1,6 +1,7 @@
 """`factledger demo`: a short multi-adapter poisoning incident, investigated end to end, in
-the hardened setup: an operator key registered in the log signs the quarantine, an intruder's
-unsigned release changes nothing, and the checkpoint is checked with the public key alone.
+the hardened setup: the log is made with its operator key, which signs the quarantine, an
+intruder's unsigned release changes nothing, and the checkpoint is checked with the public
+key alone.
 
 Every step checks its own outcome, so the demo doubles as an end-to-end smoke test: it
 exits non-zero if poison reaches a prompt it should not, an unsigned operator action takes
@@ -24,6 +25,7 @@ import click
 from eventlog import NewEvent, QuarantineReleased, RecallRecorded, open_log
 from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
 from replay.audit import verify
+from replay.bootstrap import init_log
 from replay.checkpoints import Checkpoint, checkpoint
 from replay.cli.app import Session, app
 from replay.cli.errors import DemoFailed
@@ -31,7 +33,7 @@ from replay.errors import NotAuthorizedError
 from replay.forensics import blast_radius
 from replay.history import history
 from replay.keys import generate_key, read_operator_key
-from replay.operators import Actor, add_operator
+from replay.operators import Actor
 from replay.quarantine import quarantine, release
 
 SCHEMA = "{name: str, email: str}"
@@ -109,8 +111,20 @@ def play(directory: Path, out: TextIO) -> None:
     is broken."""
     db = directory / "memory.db"
     say = _Narrator(out)
+    responder = Actor(producer_task_id="responder")
+    public = generate_key(directory / "operator.key")
+    key = read_operator_key(directory / "operator.key")
+    made = init_log(db, key=key, actor=responder)
+    _expect(made.created and made.operator_key_id == key.key_id, "the log was made without its key")
+    say.step(
+        "The operator makes a key pair (factledger keygen) and the log with it (factledger "
+        "init --operator-key).",
+        f"key {key.key_id} ({key.name}) is registered at position 1, signed by itself, in the "
+        "step that creates the log: nobody can become its operator first. Quarantines, "
+        "releases, policies and imports take effect only when signed by it.",
+    )
     with SQLiteMemoryStore(db) as store:
-        store.add("convention", "Run the backend tests with: pytest -q", ["backend"])
+        note = store.add("convention", "Run the backend tests with: pytest -q", ["backend"])
         researcher = CrossTaskKB(
             store, run_id="run-1", producer_task_id="researcher-1", source_adapter="claude-code"
         )
@@ -118,7 +132,7 @@ def play(directory: Path, out: TextIO) -> None:
         say.step(
             "A researcher task (adapter claude-code) publishes the API schema.",
             f"api-schema/users = {SCHEMA}  (position {schema.position}; an operator's note "
-            "on running the tests is at position 1)",
+            f"on running the tests is at position {note})",
         )
         intruder = CrossTaskKB(
             store, run_id="run-1", producer_task_id="intruder-7", source_adapter="evil-cli"
@@ -163,16 +177,6 @@ def play(directory: Path, out: TextIO) -> None:
         f"{[r.other_producer for r in radius.overwritten]}",
         f"reached the prompt of: {sorted({x.task_id or '-' for x in radius.exposed})}; "
         f"kept out of: {sorted({x.task_id or '-' for x in radius.shielded})}",
-    )
-    responder = Actor(producer_task_id="responder")
-    public = generate_key(directory / "operator.key")
-    key = read_operator_key(directory / "operator.key")
-    registered = add_operator(db, public, key=key, actor=responder)
-    say.step(
-        "The responder makes an operator key pair (factledger keygen) and registers its public "
-        "key in the log (factledger operator add).",
-        f"key {key.key_id} ({key.name}) added at position {registered}, signed by itself. "
-        "From now on quarantines, releases and imports take effect only when signed by it.",
     )
     held = quarantine(
         db, source_adapter="evil-cli", reason="poisoned api-schema/users", actor=responder, key=key

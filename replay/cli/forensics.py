@@ -165,8 +165,8 @@ def import_legacy_(session: Session, path: str, key: str | None) -> int:
     """Import the memory table of a database of the replaced store.
 
     The rows are written now, by the environment's task, run and adapter; each row's own
-    fields are kept as claims, honoured only for an import signed by an operator key (or, in
-    a log with no operator, an import with no adapter).
+    fields are kept as claims, honoured only for an import signed by an operator key. An
+    unsigned import (in a log with no operator) is trusted by no policy.
     """
     new = session.creates_log()
     session.emit(

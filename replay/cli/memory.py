@@ -21,6 +21,7 @@ from projections import (
     SCOPES,
     AgentIdentity,
     Fact,
+    MemoryEntry,
     MemoryTrustPolicy,
     environment,
     policy_for,
@@ -79,7 +80,14 @@ class Reader:
     def marked(self, rows: list[Any]) -> list[dict[str, Any]]:
         """Each row as a dict of every field, with its trust under this reader's policy."""
         return [
-            {**msgspec.structs.asdict(row), TRUST: trust_of(self.policy, row.source_adapter)}
+            {
+                **msgspec.structs.asdict(row),
+                TRUST: trust_of(
+                    self.policy,
+                    row.source_adapter,
+                    unsigned_import=isinstance(row, MemoryEntry) and row.unsigned_import,
+                ),
+            }
             for row in rows
         ]
 

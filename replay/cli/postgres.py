@@ -8,7 +8,16 @@ from typing import TextIO
 import click
 
 from eventlog.checks import check_actor
+from replay.bootstrap import init_postgres
 from replay.cli.app import EXIT_OK, Session, app
+from replay.cli.bootstrap import made_text, operator_key_option
+from replay.cli.output import note
+from replay.keys import read_operator_key
+
+NO_OPERATOR = (
+    "the log has no operator key: agent logins can write nothing until one is registered "
+    "(factledger operator add, or pg init --operator-key FILE on a new log)"
+)
 
 
 @app.group("pg")
@@ -28,19 +37,30 @@ def pg() -> None:
     show_default=True,
     help="names the owner, writer and reader roles PREFIX_owner, PREFIX_writer, PREFIX_reader",
 )
+@operator_key_option
 @click.pass_obj
-def init(session: Session, role_prefix: str) -> int:
-    """Create the log's schema and its owner, writer and reader roles (PUBLIC gets nothing).
+def init(session: Session, role_prefix: str, operator_key: str | None) -> int:
+    """Create the log's schema and its owner, writer and reader roles (PUBLIC gets nothing),
+    its first event registering --operator-key FILE.
 
-    Run it as a role that may create roles and schemas. Safe to run again.
+    Agent logins (pg add-agent) can write nothing until the log has an operator key, and can
+    never write operator actions. Run it as a role that may create roles and schemas. Safe
+    to run again: on a log that exists it grants the roles' privileges again (with
+    --operator-key, the key must be one of its operators).
     """
-    from eventlog.postgres import init_schema
-
-    roles = init_schema(session.needs_dsn(), role_prefix=role_prefix)
-    session.emit(
-        {"owner": roles.owner, "writer": roles.writer, "reader": roles.reader},
-        f"log ready; roles: owner {roles.owner}, writer {roles.writer}, reader {roles.reader}",
+    key = None if operator_key is None else read_operator_key(operator_key)
+    made = init_postgres(
+        session.needs_dsn(), role_prefix=role_prefix, key=key, actor=session.actor()
     )
+    roles = made.roles
+    assert roles is not None
+    session.emit(
+        made,
+        made_text(made, "PostgreSQL")
+        + f"; roles: owner {roles['owner']}, writer {roles['writer']}, reader {roles['reader']}",
+    )
+    if not made.operators:
+        note(NO_OPERATOR)
     return EXIT_OK
 
 

@@ -135,16 +135,18 @@ def test_demo_runs_to_completion_and_narrates_every_step(cli: Cli, tmp_path: Pat
     result = cli("demo", "--keep", str(tmp_path / "demo"), db_path=None)
     assert (0, "") == (result.code, result.err)
     for phrase in (
+        "the log with it (factledger init --operator-key)",
+        "is registered at position 1, signed by itself",
         "publishes the API schema",
         "plants a poisoned value",
-        "kept out 3 (untrusted_adapter)",
+        "kept out 4 (untrusted_adapter)",
         "does include the poison",
         "blast-radius",
         "reached the prompt of: ['frontend-1']",
         "quarantines evil-cli",
-        "kept out 3 (quarantined)",
+        "kept out 4 (quarantined)",
         "verify: ok",
-        "verify: FAILED at position 3",
+        "verify: FAILED at position 4",
         "Done.",
     ):
         assert phrase in result.out

@@ -28,8 +28,13 @@ def head(dsn: str) -> int:
         return log.head().position
 
 
-def init(cli: Cli, pg: PgLog) -> None:
-    made = cli("pg", "init", "--dsn", pg.dsn, "--role-prefix", pg.roles, db_path=None)
+def init(cli: Cli, pg: PgLog, *, operator_key: Path | None = None) -> None:
+    """`pg init` as the superuser; with `operator_key`, a new key registered by it."""
+    key = []
+    if operator_key is not None:
+        assert 0 == cli("keygen", str(operator_key), db_path=None).code
+        key = ["--operator-key", str(operator_key)]
+    made = cli("pg", "init", "--dsn", pg.dsn, "--role-prefix", pg.roles, *key, db_path=None)
     assert 0 == made.code, made.err
 
 
@@ -155,7 +160,7 @@ def test_a_role_bound_to_an_adapter_cannot_write_as_another(
     """Connected as an agent's role, the command line writes as its adapter, and the
     database refuses a write under any other: one line, exit 1, nothing written."""
     a, _ = hosts
-    init(cli, pg)
+    init(cli, pg, operator_key=Path(a).parent.parent / "ops.key")
     role = f"{pg.roles}_codex"
     bound = cli("pg", "add-agent", role, "--adapter", "codex", "--role-prefix", pg.roles,
                 "--dsn", pg.dsn, db_path=None)  # fmt: skip
@@ -166,7 +171,7 @@ def test_a_role_bound_to_an_adapter_cannot_write_as_another(
     monkeypatch.setenv("FACTLEDGER_ADAPTER", "claude-code")
     spoofed = cli("share", "k", "spoof", "--tag", "t", *as_agent, db_path=a)
     assert 1 == spoofed.code and 1 == len(spoofed.err.strip().splitlines()), spoofed.err
-    assert 1 == head(pg.dsn)
+    assert 2 == head(pg.dsn)
 
 
 def test_a_read_never_creates_the_log(cli: Cli, pg: PgLog, hosts: tuple[str, str]) -> None:

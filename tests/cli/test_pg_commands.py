@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from eventlog import FactPublished, NewEvent, PermissionDeniedError, open_log
+from replay import read_operator_key
 from tests.cli.conftest import Result
 from tests.postgres import PgLog
 
@@ -18,11 +20,25 @@ def fact(adapter: str | None) -> NewEvent:
     return NewEvent(payload=payload, producer_task_id="backend-1", source_adapter=adapter)
 
 
-def test_init_then_add_agent_binds_the_role_to_its_adapter(cli: Cli, pg: PgLog) -> None:
-    """pg init makes the roles; pg add-agent makes a login the database holds to one adapter."""
-    made = cli("pg", "init", "--dsn", pg.dsn, "--role-prefix", pg.roles, "--json", db_path=None)
+def test_init_then_add_agent_binds_the_role_to_its_adapter(
+    cli: Cli, pg: PgLog, tmp_path: Path
+) -> None:
+    """pg init makes the roles and the log with its operator; pg add-agent makes a login the
+    database holds to one adapter."""
+    key = str(tmp_path / "ops.key")
+    assert 0 == cli("keygen", key, db_path=None).code
+    made = cli(
+        "pg", "init", "--dsn", pg.dsn, "--role-prefix", pg.roles, "--operator-key", key,
+        "--json", db_path=None,
+    )  # fmt: skip
     assert 0 == made.code, made.err
-    assert {"owner", "writer", "reader"} == set(made.json())
+    shown = made.json()
+    assert {"owner", "writer", "reader"} == set(shown["roles"])
+    assert (True, read_operator_key(key).key_id, 1) == (
+        shown["created"],
+        shown["operator_key_id"],
+        shown["operators"],
+    )
     role = f"{pg.roles}_codex"
     bound = cli(
         "pg", "add-agent", role, "--adapter", "codex", "--dsn", pg.dsn,
@@ -31,10 +47,10 @@ def test_init_then_add_agent_binds_the_role_to_its_adapter(cli: Cli, pg: PgLog) 
     assert (0, f"role {role} may write as codex only\n") == (bound.code, bound.out)
     agent = open_log(pg.as_role(role))
     try:
-        assert 1 == agent.append(fact("codex")).position
+        assert 2 == agent.append(fact("codex")).position
         with pytest.raises(PermissionDeniedError):
             agent.append(fact("claude-code"))
-        assert 1 == agent.head().position
+        assert 2 == agent.head().position
     finally:
         agent.close()
 

@@ -12,18 +12,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
 from eventlog import (  # noqa: E402  # noqa: E402
+    MAX_CONTENT_BYTES,
+    OPERATOR_KINDS,
     EventLog,
     FactledgerError,
     InvalidInputError,
     LogBusyError,
+    LogExistsError,
     NewEvent,
     PermissionDeniedError,
     StorageError,
+    is_operator_action,
     open_log,
     postgres,
     verify_chain,
@@ -31,6 +36,8 @@ from eventlog import (  # noqa: E402  # noqa: E402
 from eventlog import postgres_schema as schema  # noqa: E402
 from eventlog.chain import genesis  # noqa: E402
 from eventlog.contract import EVERY_KIND, LogContract, fact, memory  # noqa: E402
+from eventlog.drafts import prepare, seal  # noqa: E402
+from eventlog.events import PAYLOAD_TYPES, kind_of  # noqa: E402
 from eventlog.postgres import PostgresEventLog, add_agent, init_schema, translate  # noqa: E402
 from tests.postgres import PgLog  # noqa: E402
 
@@ -40,6 +47,16 @@ ROOT = Path(__file__).resolve().parents[2]
 def admin(place: PgLog) -> Any:
     """A superuser session on the test's server."""
     return psycopg.connect(place.server.dsn, autocommit=True)
+
+
+OPERATOR = next(e for e in EVERY_KIND if e.payload.kind == "operator_added")
+"""An operator key's registration. The server never checks a signature (the projectors do),
+only that the log holds one, so a sample stands in for a signed one."""
+
+
+def with_operator(log_id: str) -> list[NewEvent]:
+    """A new log's first events: its operator's registration."""
+    return [OPERATOR]
 
 
 def login(place: PgLog, name: str, group: str) -> str:
@@ -309,7 +326,7 @@ ROLE_EDITS = [
 def test_writer_and_agent_roles_cannot_edit_the_log(pg: PgLog, kind: str) -> None:
     """Writer and agent logins may not rewrite, delete, truncate or bind: the database
     refuses each (PostgreSQL's insufficient_privilege), and the log is unchanged."""
-    roles = init_schema(pg.dsn, role_prefix=pg.roles)
+    roles = init_schema(pg.dsn, role_prefix=pg.roles, first_events=with_operator)
     name = f"{pg.roles}_{kind}_login"
     if kind == "agent":
         add_agent(pg.dsn, name, "codex", role_prefix=pg.roles)
@@ -329,8 +346,9 @@ def test_writer_and_agent_roles_cannot_edit_the_log(pg: PgLog, kind: str) -> Non
 
 @pytest.fixture
 def agent(pg: PgLog) -> Iterator[PostgresEventLog]:
-    """A log handle logged in as an agent role bound to `codex`."""
-    init_schema(pg.dsn, role_prefix=pg.roles)
+    """A log handle logged in as an agent role bound to `codex`, in a log made with its
+    operator."""
+    init_schema(pg.dsn, role_prefix=pg.roles, first_events=with_operator)
     add_agent(pg.dsn, f"{pg.roles}_codex", "codex", role_prefix=pg.roles)
     log = PostgresEventLog(pg.as_role(f"{pg.roles}_codex"))
     yield log
@@ -342,7 +360,7 @@ def test_an_agent_appends_as_its_adapter(agent: PostgresEventLog) -> None:
     records = agent.append_many(
         [memory("a", source_adapter="codex"), fact("k", "v", source_adapter="codex")]
     )
-    assert [1, 2] == [r.position for r in records]
+    assert [2, 3] == [r.position for r in records]
     assert verify_chain(agent, agent.genesis).ok
 
 
@@ -397,17 +415,148 @@ def test_a_refused_append_raises_one_error_and_logs_nothing(
     assert [] == [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")]
 
 
-def test_an_agent_cannot_escape_its_binding_by_sql(pg: PgLog, agent: PostgresEventLog) -> None:
-    """Raw SQL with a hand-made body is refused too, also after `SET ROLE` to the writer."""
-    agent.append(memory("first", source_adapter="codex"))
-    body = next(agent.scan()).body.replace(b'"codex"', b'"claude-code"').replace(b'":1,', b'":2,')
-    insert = f"INSERT INTO {pg.schema}.events VALUES (2, 'raw', %s, %s)"
+def raw_insert(pg: PgLog, body: bytes, position: int) -> list[str]:
+    """Insert `body` at `position` by raw SQL as the agent's login, as it is and after `SET
+    ROLE` to the writer; return the server's refusals."""
+    insert = f"INSERT INTO {pg.schema}.events VALUES (%s, 'raw', %s, %s)"
+    refusals = []
     with psycopg.connect(pg.as_role(f"{pg.roles}_codex"), autocommit=True) as conn:
         for prelude in ("RESET ROLE", f'SET ROLE "{pg.roles}_writer"'):
             conn.execute(prelude)
-            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="adapter codex"):
-                conn.execute(insert, (body, b"\x00" * 32))
-    assert 1 == agent.head().position
+            with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+                conn.execute(insert, (position, body, b"\x00" * 32))
+            refusals.append(str(refused.value))
+    return refusals
+
+
+def test_an_agent_cannot_escape_its_binding_by_sql(pg: PgLog, agent: PostgresEventLog) -> None:
+    """Raw SQL with a hand-made body is refused too, also after `SET ROLE` to the writer."""
+    agent.append(memory("first", source_adapter="codex"))
+    body = list(agent.scan())[-1].body.replace(b'"codex"', b'"claude-code"')
+    refusals = raw_insert(pg, body.replace(b'"position":2,', b'"position":3,'), 3)
+    assert all("adapter codex" in refusal for refusal in refusals), refusals
+    assert 2 == agent.head().position
+
+
+OPERATOR_ACTIONS = [e for e in EVERY_KIND if is_operator_action(e.payload)]
+
+
+def encode(event: NewEvent, position: int = 3) -> bytes:
+    """The body the log would store for `event` at `position`."""
+    prepared = prepare(event, clock_ns=time.time_ns, max_content_bytes=MAX_CONTENT_BYTES)
+    return seal(prepared, position, b"\x00" * 32)[0]
+
+
+@pytest.mark.parametrize(
+    "action", OPERATOR_ACTIONS, ids=lambda e: e.payload.kind.replace("memory_added", "import")
+)
+def test_an_agent_login_is_refused_every_operator_action_by_its_kind(
+    agent: PostgresEventLog, action: NewEvent
+) -> None:
+    """Quarantines, releases, operator keys, policies, approvals, rejections and imports are
+    refused to an agent login by the database, whatever signature they carry, even under
+    the login's own adapter."""
+    own = msgspec.structs.replace(action, source_adapter="codex", event_id=None)
+    head = agent.head()
+    with pytest.raises(PermissionDeniedError, match="is an agent login: it may not append"):
+        agent.append(own)
+    assert head == agent.head()
+
+
+def test_the_kinds_refused_to_agents_are_the_operator_actions() -> None:
+    """One sample of every kind: an agent may write it exactly when it is no operator action,
+    and every operator kind the payload types declare is among the samples."""
+    assert {kind_of(t) for t in PAYLOAD_TYPES} == {e.payload.kind for e in EVERY_KIND}
+    assert OPERATOR_KINDS == {e.payload.kind for e in OPERATOR_ACTIONS} - {"memory_added"}
+    assert ["memory_added"] == [
+        e.payload.kind for e in OPERATOR_ACTIONS if e.payload.kind not in OPERATOR_KINDS
+    ]
+
+
+def test_an_agent_login_writes_every_other_kind(agent: PostgresEventLog) -> None:
+    """Every kind an agent writes is accepted under its own adapter."""
+    written = [
+        msgspec.structs.replace(e, source_adapter="codex")
+        for e in EVERY_KIND
+        if not is_operator_action(e.payload)
+    ]
+    assert len(written) == len(agent.append_many(written))
+    assert verify_chain(agent, agent.genesis).ok
+
+
+def test_raw_sql_cannot_slip_an_operator_action_past_the_kind_check(
+    pg: PgLog, agent: PostgresEventLog
+) -> None:
+    """Hand-made rows as an agent's login, also after `SET ROLE`: every operator action, one
+    spelled with a JSON escape, a body that is not an event: each is refused."""
+    agent.append(memory("first", source_adapter="codex"))
+    bodies = {
+        ("import" if e.payload.kind == "memory_added" else e.payload.kind): encode(
+            msgspec.structs.replace(e, source_adapter="codex")
+        )
+        for e in OPERATOR_ACTIONS
+    }
+    bodies["escaped"] = bodies["quarantine_applied"].replace(
+        b"quarantine_applied", b"quarantine\\u005fapplied"
+    )
+    bodies["not an event"] = b'{"source_adapter":"codex","payload":[1]}'
+    for name, body in bodies.items():
+        refusals = raw_insert(pg, body, 3)
+        assert all("is an agent login" in refusal for refusal in refusals), (name, refusals)
+    assert 2 == agent.head().position
+
+
+def test_agent_logins_wait_for_the_log_s_first_operator(pg: PgLog) -> None:
+    """In a log made without an operator, an agent login can append nothing, while other
+    writers can; once an operator key is registered (by a login no adapter binds), the
+    agent writes."""
+    roles = init_schema(pg.dsn, role_prefix=pg.roles)
+    add_agent(pg.dsn, f"{pg.roles}_codex", "codex", role_prefix=pg.roles)
+    agent = PostgresEventLog(pg.as_role(f"{pg.roles}_codex"))
+    writer = PostgresEventLog(login(pg, f"{pg.roles}_svc", roles.writer))
+    try:
+        with pytest.raises(PermissionDeniedError, match="the log has no operator key"):
+            agent.append(memory("too early", source_adapter="codex"))
+        writer.append(memory("an unbound writer's note"))
+        with pytest.raises(PermissionDeniedError, match="the log has no operator key"):
+            agent.append(memory("still too early", source_adapter="codex"))
+        assert 1 == agent.head().position
+        writer.append(OPERATOR)
+        assert 3 == agent.append(memory("now", source_adapter="codex")).position
+    finally:
+        agent.close()
+        writer.close()
+
+
+def test_an_agent_may_write_a_nul_in_its_text(agent: PostgresEventLog) -> None:
+    """The database reads each row's envelope to check it; a NUL in the text (valid JSON,
+    which PostgreSQL's JSON types cannot hold) does not make that read fail."""
+    record = agent.append(memory("before\x00after", source_adapter="codex"))
+    assert "before\x00after" == next(agent.read(after=record.position - 1)).payload.content
+
+
+def test_a_log_made_with_its_first_events_starts_with_them(pg: PgLog) -> None:
+    """`init_schema(first_events=...)` appends them in the transaction that makes the log,
+    given its id; asked again, it refuses (`LogExistsError`) and changes nothing, while a
+    plain `init_schema` still re-grants."""
+    seen: list[str] = []
+
+    def first(log_id: str) -> list[NewEvent]:
+        seen.append(log_id)
+        return [OPERATOR]
+
+    roles = init_schema(pg.dsn, role_prefix=pg.roles, first_events=first)
+    log = PostgresEventLog(pg.dsn)
+    try:
+        assert [log.log_id] == seen
+        assert ["operator_added"] == [r.kind for r in log.read()]
+        assert verify_chain(log, log.genesis).ok
+        with pytest.raises(LogExistsError, match="already holds a factledger log"):
+            init_schema(pg.dsn, role_prefix=pg.roles, first_events=first)
+        assert roles == init_schema(pg.dsn, role_prefix=pg.roles)
+        assert 1 == log.head().position and 1 == len(seen)
+    finally:
+        log.close()
 
 
 def test_an_agent_binding_is_never_changed(pg: PgLog) -> None:

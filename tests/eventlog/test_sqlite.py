@@ -11,8 +11,10 @@ import pytest
 
 from eventlog import (
     LogBusyError,
+    LogExistsError,
     MemoryAdded,
     NewEvent,
+    SQLiteEventLog,
     StorageError,
     UnknownEventKindError,
     open_log,
@@ -173,3 +175,58 @@ def test_threads_share_one_handle(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert list(range(1, 201)) == [r.position for r in log.read()]
+
+
+def test_a_log_made_with_its_first_events_holds_them_from_the_start(tmp_path: Path) -> None:
+    """`first_events` are appended, given the new log's id, in the transaction that creates
+    it; a file that holds a log already is `LogExistsError`, and is left as it was."""
+    path = tmp_path / "log.db"
+    seen: list[str] = []
+
+    def first(log_id: str) -> list[NewEvent]:
+        seen.append(log_id)
+        return [memory("the first word")]
+
+    log = SQLiteEventLog(path, first_events=first)
+    assert [log.log_id] == seen
+    assert ["the first word"] == [r.payload.content for r in log.read()]  # type: ignore[union-attr]
+    log.close()
+    before = path.read_bytes()
+    with pytest.raises(LogExistsError, match="already holds a factledger log"):
+        SQLiteEventLog(path, first_events=first)
+    assert (before, 1) == (path.read_bytes(), len(seen))
+
+
+def test_of_writers_racing_to_make_a_log_one_makes_it_with_its_first_events(
+    tmp_path: Path,
+) -> None:
+    """Makers with first events and plain openers race on one new file: exactly one log is
+    made, and if a maker made it, its first events are at position 1; every other maker
+    gets `LogExistsError` and writes nothing."""
+    path = tmp_path / "log.db"
+    start = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def make(n: int) -> None:
+        start.wait()
+        try:
+            if n % 2:
+                open_log(path).close()
+                outcomes.append("opened")
+                return
+            SQLiteEventLog(path, first_events=lambda _: [memory(f"maker {n}")]).close()
+            outcomes.append(f"maker {n}")
+        except LogExistsError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=make, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    makers = [o for o in outcomes if o.startswith("maker")]
+    assert 8 == len(outcomes) and len(makers) <= 1
+    assert 4 == outcomes.count("opened")
+    contents = [r.payload.content for r in open_log(path).read()]  # type: ignore[union-attr]
+    assert makers == contents
+    assert 4 - len(makers) == outcomes.count("refused")

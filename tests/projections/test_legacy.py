@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import MemoryAdded, NewEvent, open_log
-from projections import LegacyImportError, SQLiteMemoryStore
+from projections import LegacyImportError, SQLiteMemoryStore, recall_memory
 
 LEGACY_SCHEMA = """CREATE TABLE memory (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -45,7 +45,8 @@ ROWS = [
 
 
 def test_legacy_rows_become_events_in_created_order(db_path: Path) -> None:
-    """Each legacy row becomes one event, oldest first, keeping its fields and provenance."""
+    """Each legacy row becomes one event, oldest first, keeping its content, type, tags and
+    importance, and its provenance as claims."""
     legacy_file(db_path, ROWS)
     with SQLiteMemoryStore(db_path) as store:
         entries = store.list()
@@ -53,21 +54,20 @@ def test_legacy_rows_become_events_in_created_order(db_path: Path) -> None:
     assert [3, 7, 9] == [e.payload.claims.id for e in events]  # type: ignore[union-attr]
     assert [3, 2, 1] == [e.id for e in entries]
     newest, middle, oldest = entries
-    assert ("decision", ["api"], 0.4, "task-b", 1700000200.0, "codex") == (
-        newest.type,
-        newest.tags,
-        newest.importance,
-        newest.task_id,
-        newest.created_at,
-        newest.source_adapter,
+    assert ("decision", ["api"], 0.4) == (newest.type, newest.tags, newest.importance)
+    assert newest.claims is not None and middle.claims is not None
+    assert ("task-b", 1700000200.0, "codex") == (
+        newest.claims.task_id,
+        newest.claims.created_at,
+        newest.claims.source_adapter,
     )
     assert (["python", "lint"], "agent", "m", None) == (
         middle.tags,
-        middle.source_agent,
-        middle.source_model,
-        middle.source_adapter,
+        middle.claims.source_agent,
+        middle.claims.source_model,
+        middle.claims.source_adapter,
     )
-    assert (None, [], None) == (oldest.task_id, oldest.tags, oldest.source_adapter)
+    assert ([], None) == (oldest.tags, oldest.claims and oldest.claims.task_id)
 
 
 def test_legacy_import_happens_once(db_path: Path) -> None:
@@ -116,19 +116,24 @@ def test_unimportable_legacy_row_names_its_id_and_imports_nothing(db_path: Path)
 
 def test_legacy_rows_are_written_now_by_the_opening_handle(db_path: Path) -> None:
     """The import's events carry the handle's actor and the log's clock; the rows' own fields
-    are claims. A handle with no adapter (the drop-in case) honours them, so entries read as
-    the replaced store's did."""
+    are claims. No operator signed the import (the drop-in case, a handle with no adapter),
+    so the entries read as written by the handle now, never as operator writes, flagged
+    `unsigned_import`, and the default prompt keeps them out for that reason."""
     legacy_file(db_path, ROWS)
     with SQLiteMemoryStore(db_path, producer_task_id="migrate-1") as store:
         events = list(store.event_log.read())
         entries = {e.claims.id: e for e in store.list() if e.claims is not None}
+        recall = recall_memory(store, ["api", "python"], task_id="reader-1")
     assert {"migrate-1"} == {e.producer_task_id for e in events}
     assert all(e.ts_ns > 1.7e18 for e in events)
-    assert ("codex", "task-b", 1700000200.0) == (
-        entries[9].source_adapter,
-        entries[9].task_id,
-        entries[9].created_at,
-    )
+    assert {(None, "migrate-1", True)} == {
+        (e.source_adapter, e.task_id, e.unsigned_import) for e in entries.values()
+    }
+    assert all(e.created_at > 1.7e9 + 1000 for e in entries.values())
+    assert ("", ()) == (recall.text, recall.included)
+    assert {(2, "unsigned_import"), (3, "unsigned_import")} == {
+        (x.position, x.reason) for x in recall.excluded
+    }
 
 
 def test_legacy_rows_opened_under_an_adapter_count_as_that_adapters(db_path: Path) -> None:

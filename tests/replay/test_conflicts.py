@@ -25,6 +25,7 @@ from replay import (
     blast_radius,
     generate_key,
     history,
+    init_postgres,
     policy_owners,
     read_operator_key,
     rebuild,
@@ -383,14 +384,14 @@ def test_an_untrusted_first_writer_on_postgresql_owns_nothing(pg: PgLog, tmp_pat
     """On a log in PostgreSQL, an agent login bound to codex publishes first through its
     host's cache; the operator's policy (set through another host's cache) makes
     claude-code's later version current on every host, and codex's is held."""
-    from eventlog.postgres import add_agent, init_schema
+    from eventlog.postgres import add_agent
 
-    init_schema(pg.dsn, role_prefix=pg.roles)
+    key = tmp_path / "op.key"
+    generate_key(key)
+    init_postgres(pg.dsn, role_prefix=pg.roles, key=key)
     add_agent(pg.dsn, f"{pg.roles}_codex", "codex", role_prefix=pg.roles)
     operator_cache, agent_cache = tmp_path / "operator.db", tmp_path / "agent.db"
-    with SQLiteMemoryStore(operator_cache, log=pg.dsn) as store:
-        store.add("learning", "creates the log")
-    set_conflict_policy(pg.dsn, "schema", "hold", owners=OWNER, cache=operator_cache)
+    set_conflict_policy(pg.dsn, "schema", "hold", owners=OWNER, key=key, cache=operator_cache)
     agent_log = pg.as_role(f"{pg.roles}_codex")
     with SQLiteMemoryStore(agent_cache, log=agent_log, source_adapter="codex") as store:
         poison = kb(store, None).publish("schema", "users", "POISON", scope="project").position

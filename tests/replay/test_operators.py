@@ -17,6 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from eventlog import (
+    OPERATOR_KINDS,
     Authorization,
     InvalidInputError,
     NewEvent,
@@ -25,10 +26,19 @@ from eventlog import (
     QuarantineApplied,
     QuarantineReleased,
     RecordedEvent,
+    is_operator_action,
     open_log,
 )
+from eventlog.contract import EVERY_KIND
+from eventlog.events import PAYLOAD_TYPES, kind_of
 from eventlog.signing import action_statement
-from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
+from projections import (
+    CrossTaskKB,
+    MemoryTrustPolicy,
+    SQLiteMemoryStore,
+    inquiries,
+    load_persistent_memory,
+)
 from replay import (
     Actor,
     NotAuthorizedError,
@@ -38,6 +48,7 @@ from replay import (
     blast_radius,
     generate_key,
     history,
+    init_log,
     list_operators,
     quarantine,
     read_operator_key,
@@ -521,3 +532,23 @@ def test_a_forged_release_of_nothing_reads_as_unauthorized_without_harm(
     assert forged not in [a.position for a in history(poisoned).actions]
     radius = blast_radius(poisoned, producer_task_id="intruder-9")
     assert (forged, "unsigned") == (radius.events[-1].position, radius.events[-1].unauthorized)
+
+
+def test_the_projectors_hold_to_a_signature_exactly_the_declared_operator_actions(
+    db_path: Path, keys: Keys
+) -> None:
+    """One event of every kind (and an import), appended around the API into a log made with
+    its operator, none signed by it: the projectors refuse it (unsigned, or an operator key
+    that is not one) exactly when `is_operator_action` says it is one. The database's refusal
+    of operator actions to agent logins is written from the same declaration, so it covers
+    what the projectors check."""
+    init_log(db_path, key=keys("ops"))
+    with closing(open_log(db_path)) as raw:
+        records = raw.append_many(EVERY_KIND)
+    with SQLiteMemoryStore(db_path) as store, store.snapshot() as snap:
+        refused = {row[0]: row[3] for row in inquiries.unauthorized(snap)}
+    assert {"unsigned", "malformed_key"} == set(refused.values())
+    held = {r.position for r in records if r.position in refused}
+    assert {r.position for r in records if is_operator_action(r.payload)} == held
+    assert {kind_of(t) for t in PAYLOAD_TYPES} == {r.kind for r in records}
+    assert OPERATOR_KINDS | {"memory_added"} == {r.kind for r in records if r.position in held}
