@@ -68,7 +68,6 @@ _SCHEMA = (
     """CREATE TRIGGER IF NOT EXISTS fl_log_meta_no_delete BEFORE DELETE ON fl_log_meta
     BEGIN SELECT RAISE(ABORT, 'fl_log_meta is append-only: DELETE refused'); END""",
 )
-_SQL_HAS_LOG = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'fl_events'"
 _SQL_FACTLEDGER_TABLES = (
     "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 3) = 'fl_' "
     "ORDER BY name"
@@ -206,21 +205,24 @@ class SQLiteEventLog:
         conn.execute("PRAGMA temp_store=MEMORY")
 
     def _ensure_schema(self) -> str:
-        has_log = self._with_retry(
-            lambda: self._conn.execute(_SQL_HAS_LOG).fetchone()[0], "read the schema of"
-        )
-        if not has_log:
-            remnants = self._remnants()
-            if remnants:
+        tables = self._remnants()
+        if "fl_events" not in tables:
+            if tables:
                 raise LogMissingError(
-                    f"{self._where} holds factledger tables ({', '.join(remnants)}) but no log "
+                    f"{self._where} holds factledger tables ({', '.join(tables)}) but no log "
                     "events table: the log was removed from it; nothing was written",
-                    remnants=remnants,
+                    remnants=tables,
                 )
             if self._read_only:
                 raise LogMissingError(f"{self._where} holds no factledger log")
             with self.transaction() as tx:
                 tx._create_schema(str(uuid.uuid4()))
+        elif "fl_log_meta" not in tables:
+            raise LogMissingError(
+                f"{self._where} has a factledger log table but no log metadata table "
+                "(fl_log_meta, which holds the log id): it was removed",
+                remnants=tables,
+            )
         row = self._with_retry(
             lambda: self._conn.execute(_SQL_META_GET, ("log_id",)).fetchone(), "read the id of"
         )
