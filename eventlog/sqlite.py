@@ -171,6 +171,11 @@ class SQLiteEventLog:
             try:
                 if target.is_dir():
                     raise StorageError(f"cannot open {self._where}: the path is a directory")
+                if target.exists() and not target.is_file():
+                    raise StorageError(
+                        f"cannot open {self._where}: the path is not a regular file (a named "
+                        "pipe, a device or a socket), which SQLite would wait on"
+                    )
                 if self._read_only and not target.exists():
                     raise LogMissingError(f"cannot open {self._where}: no such file")
                 if not self._read_only:
