@@ -22,8 +22,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from eventlog import InvalidInputError, InvalidTypeError, StorageError
 from eventlog.checks import check_actor, check_path
 from eventlog.signing import ED25519, PUBLIC_KEY_SIZE, key_id, strict_base64, verify
-from replay.errors import KeyFileError
-from replay.regular_files import NotRegularFileError, read_regular
+from replay.errors import KeyFileError, NotRegularFileError
+from replay.regular_files import read_regular
 
 PRIVATE_PREFIX = "PRIVATE+KEY+"
 PUBLIC_SUFFIX = ".pub"

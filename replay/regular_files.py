@@ -12,6 +12,8 @@ import os
 import stat
 from typing import NamedTuple
 
+from replay.errors import NotRegularFileError
+
 _KINDS = {
     stat.S_IFIFO: "a named pipe (FIFO)",
     stat.S_IFCHR: "a character device",
@@ -19,14 +21,6 @@ _KINDS = {
     stat.S_IFSOCK: "a socket",
     stat.S_IFDIR: "a directory",
 }
-
-
-class NotRegularFileError(OSError):
-    """The path names something other than a regular file; `kind` says what."""
-
-    def __init__(self, kind: str) -> None:
-        super().__init__(f"{kind}, not a regular file")
-        self.kind = kind
 
 
 class SmallFile(NamedTuple):
@@ -45,9 +39,8 @@ def read_regular(path: str, *, max_bytes: int) -> SmallFile:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFileError(
-                _KINDS.get(stat.S_IFMT(info.st_mode), "an unknown kind of file")
-            )
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "an unknown kind of file")
+            raise NotRegularFileError(path, kind)
         chunks: list[bytes] = []
         left = max_bytes + 1
         while left > 0:

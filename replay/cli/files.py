@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TextIO
 
 from eventlog import InvalidInputError
-from replay.regular_files import NotRegularFileError, read_regular
+from replay.errors import NotRegularFileError
+from replay.regular_files import read_regular
 
 STDIN = "-"
 """The name that reads standard input."""
