@@ -15,9 +15,10 @@ import msgspec
 
 from eventlog import chain
 from eventlog.checks import (
+    check_actor,
     check_content,
     check_identifier,
-    check_optional_identifier,
+    check_optional_actor,
     check_ts_ns,
 )
 from eventlog.codec import content_hash, decode_record, encode_envelope
@@ -55,9 +56,9 @@ def prepare(event: object, *, clock_ns: Callable[[], int], max_content_bytes: in
         raise InvalidTypeError(
             f"payload must be an event payload, not {type(event.payload).__name__}"
         )
-    check_identifier("producer_task_id", event.producer_task_id, allow_empty=True)
-    check_optional_identifier("run_id", event.run_id)
-    check_optional_identifier("source_adapter", event.source_adapter)
+    check_actor("producer_task_id", event.producer_task_id, allow_empty=True)
+    check_optional_actor("run_id", event.run_id)
+    check_optional_actor("source_adapter", event.source_adapter)
     data = check_content(
         f"{event.payload.kind} content", event.payload.written_text(), max_bytes=max_content_bytes
     )

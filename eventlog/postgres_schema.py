@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import psycopg
 from psycopg import sql
 
-from eventlog.checks import check_identifier
+from eventlog.checks import check_actor
 from eventlog.errors import InvalidInputError, InvalidTypeError, StorageError
 from eventlog.events import AGENT_KINDS, OPERATOR_FIELDS, OPERATOR_KINDS, OperatorAdded, kind_of
 
@@ -352,7 +352,7 @@ def bind_agent(
 ) -> None:
     """Create the login role `role`, a member of the writer role, bound to `adapter`."""
     check_name("role", role)
-    check_identifier("adapter", adapter)
+    check_actor("adapter", adapter)
     if not has_log(conn, schema):
         raise StorageError(f"schema {schema} holds no factledger log: run init_schema first")
     if not _role_exists(conn, names.writer):

@@ -187,6 +187,11 @@ class SQLiteEventLog:
             try:
                 if target.is_dir():
                     raise StorageError(f"cannot open {self._where}: the path is a directory")
+                if target.exists() and not target.is_file():
+                    raise StorageError(
+                        f"cannot open {self._where}: the path is not a regular file (a named "
+                        "pipe, a device or a socket), which SQLite would wait on"
+                    )
                 if self._read_only and not target.exists():
                     raise LogMissingError(f"cannot open {self._where}: no such file")
                 if not self._read_only:
@@ -235,6 +240,12 @@ class SQLiteEventLog:
         if not has_log:
             with self.transaction() as tx:
                 self._create(tx, first_events)
+        elif "fl_log_meta" not in (tables := self._remnants()):
+            raise LogMissingError(
+                f"{self._where} has a factledger log table but no log metadata table "
+                "(fl_log_meta, which holds the log id): it was removed",
+                remnants=tables,
+            )
         row = self._with_retry(
             lambda: self._conn.execute(_SQL_META_GET, ("log_id",)).fetchone(), "read the id of"
         )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import Literal, TypeGuard, cast
+from typing import Literal
 
 from eventlog.checks import MAX_POSITION, check_finite, check_identifier
 from eventlog.errors import InvalidInputError, InvalidTypeError
+from projections.lookalikes import check_one_script, normalized
 from projections.visible import find_invisible
 
 MemoryType = Literal[
@@ -34,49 +35,46 @@ def check_memory_type(value: object) -> str:
 
 
 def check_tag(value: object, *, name: str = "tag") -> str:
-    """A tag: non-empty, at most 200 characters, no comma, no control or other invisible
-    character (`projections.visible`), no surrounding whitespace. Any other Unicode is fine;
-    `%` and `_` are ordinary characters."""
-    if _accepted(value):
-        return value
+    """A tag, returned in Unicode NFC: non-empty, at most 200 characters, no comma, no
+    control or other invisible character (`projections.visible`), no surrounding whitespace,
+    letters of one script (`projections.lookalikes`). Any other Unicode is fine; `%` and `_`
+    are ordinary characters."""
+    if type(value) is str and len(value) <= MAX_TAG_CHARS:
+        known = _good_tag(value)
+        if known is not None:
+            return known
     if not isinstance(value, str):
         raise InvalidTypeError(f"{name} must be str, not {type(value).__name__}")
-    _check_tag_text(value, name)
-    return value
+    return _checked_tag(value, name)
 
 
 def check_tags(value: object, *, name: str = "tags") -> tuple[str, ...]:
-    """A list of tags (None or empty: no tags). Duplicates are dropped, order kept."""
+    """A list of tags (None or empty: no tags), each in NFC. Duplicates are dropped, order
+    kept."""
     if value is None:
         return ()
     items = _sequence(value, name, "tag")
-    for index, tag in enumerate(items):
-        if not _accepted(tag):
-            check_tag(tag, name=f"{name}[{index}]")
-    tags = tuple(dict.fromkeys(cast("list[str]", items)))
+    tags = tuple(
+        dict.fromkeys(check_tag(tag, name=f"{name}[{index}]") for index, tag in enumerate(items))
+    )
     if len(tags) > MAX_TAGS:
         raise InvalidInputError(f"{name} has {len(tags)} distinct tags; the limit is {MAX_TAGS}")
     return tags
 
 
-def _accepted(value: object) -> TypeGuard[str]:
-    """Whether `value` is a plain string already known to be a good tag (the common case)."""
-    return type(value) is str and len(value) <= MAX_TAG_CHARS and _good_tag(value)
-
-
 @functools.lru_cache(maxsize=8192)
-def _good_tag(value: str) -> bool:
-    """Whether a string of at most `MAX_TAG_CHARS` is a good tag. Remembered: the write path
-    checks the same tags over and over."""
+def _good_tag(value: str) -> str | None:
+    """The tag a string of at most `MAX_TAG_CHARS` names, or None if it is not a good tag.
+    Remembered: the write path checks the same tags over and over."""
     try:
-        _check_tag_text(value, "tag")
+        return _checked_tag(value, "tag")
     except InvalidInputError:
-        return False
-    return True
+        return None
 
 
-def _check_tag_text(value: str, name: str) -> None:
-    """Raise for the first rule of `check_tag` that the string `value` breaks."""
+def _checked_tag(value: str, name: str) -> str:
+    """`value` in NFC, or an error for the first rule of `check_tag` it breaks."""
+    value = normalized(value)
     if not value.strip():
         raise InvalidInputError(f"{name} must be a non-empty string")
     if len(value) > MAX_TAG_CHARS:
@@ -85,13 +83,8 @@ def _check_tag_text(value: str, name: str) -> None:
         )
     if "," in value:
         raise InvalidInputError(f"{name} must not contain ',': {value!r}")
-    check_identifier(name, value)
-    hidden = find_invisible(value)
-    if hidden is not None:
-        raise InvalidInputError(
-            f"{name} must not contain invisible characters: U+{ord(value[hidden]):04X} at "
-            f"index {hidden}"
-        )
+    _check_name(name, value)
+    return value
 
 
 def check_scope(value: object) -> str:
@@ -104,20 +97,29 @@ def check_scope(value: object) -> str:
 
 
 def check_key(value: object) -> str:
-    """A fact key: a non-empty identifier within its tag, and like a tag free of invisible
-    characters, so two keys that print alike are alike. Any other Unicode is fine."""
+    """A fact key, returned in Unicode NFC: a non-empty identifier within its tag, and like
+    a tag free of invisible characters and of mixed scripts, so two keys that print alike
+    are alike. Any other Unicode is fine."""
     if not isinstance(value, str):
         raise InvalidTypeError(f"key must be str, not {type(value).__name__}")
+    value = normalized(value)
     if not value.strip():
         raise InvalidInputError("key must be a non-empty string")
-    check_identifier("key", value)
+    _check_name("key", value)
+    return value
+
+
+def _check_name(name: str, value: str) -> None:
+    """What tags and keys share: an identifier (`check_identifier`) with no invisible
+    character, whose letters are of one script (`projections.lookalikes`)."""
+    check_identifier(name, value)
     hidden = find_invisible(value)
     if hidden is not None:
         raise InvalidInputError(
-            f"key must not contain invisible characters: U+{ord(value[hidden]):04X} at "
+            f"{name} must not contain invisible characters: U+{ord(value[hidden]):04X} at "
             f"index {hidden}"
         )
-    return value
+    check_one_script(name, value)
 
 
 def check_limit(value: object, *, name: str = "limit") -> int:

@@ -2,8 +2,11 @@
 
 A character is *invisible* when its Unicode general category is Cc (control), Cf (format),
 Zl or Zp (line and paragraph separators), Co (private use), Cs (surrogate) or Cn (unassigned,
-noncharacters included), or when it is a Default_Ignorable_Code_Point (variation selectors,
-Hangul fillers, the combining grapheme joiner, ...). `escape_invisible` writes each one as
+noncharacters included); when it is a space other than U+0020 (category Zs: the no-break,
+en, em, thin, hair, ideographic spaces, ...), which a reader cannot tell from a plain space;
+when it is a symbol drawn blank (`BLANK_SYMBOLS`); or when it is a
+Default_Ignorable_Code_Point (variation selectors, Hangul fillers, the combining grapheme
+joiner, ...). `escape_invisible` writes each one as
 `\\u{XXXX}`: its code point in upper-case hexadecimal, at least four digits. Newline and tab
 are kept in running text and escaped in one-line fields.
 
@@ -46,6 +49,10 @@ Character Database's DerivedCoreProperties.txt lists from Unicode 14.0 (this Pyt
 `unicodedata`) on. `unicodedata` does not expose the property; Unicode keeps it stable, and
 unassigned members are reserved so they stay ignorable once assigned."""
 
+BLANK_SYMBOLS = frozenset(("\u2800", "\U0001d159"))
+"""Symbols whose glyph is empty: U+2800 BRAILLE PATTERN BLANK and U+1D159 MUSICAL SYMBOL NULL
+NOTEHEAD (categories So), used to fake blank lines and spaces."""
+
 _STARTS = tuple(start for start, _ in DEFAULT_IGNORABLE)
 _KEPT_IN_TEXT = "\n\t"
 _ESCAPE_START = "u{"
@@ -53,8 +60,11 @@ _ESCAPE_START = "u{"
 
 def is_invisible(char: str) -> bool:
     """Whether the one character `char` is invisible under the rule above."""
-    if unicodedata.category(char) in INVISIBLE_CATEGORIES:
+    category = unicodedata.category(char)
+    if category in INVISIBLE_CATEGORIES or char in BLANK_SYMBOLS:
         return True
+    if category == "Zs":
+        return char != " "
     code = ord(char)
     index = bisect.bisect_right(_STARTS, code) - 1
     return index >= 0 and code <= DEFAULT_IGNORABLE[index][1]

@@ -11,6 +11,15 @@ class KeyFileError(InvalidInputError):
     file's contents."""
 
 
+class NotRegularFileError(InvalidInputError):
+    """A file to read (a key, a checkpoint) is a pipe, a device, a socket or a directory;
+    `kind` says which."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(f"{path} is {kind}, not a regular file")
+        self.kind = kind
+
+
 class NotAuthorizedError(FactledgerError):
     """An operator action was refused before anything was written: the log has an operator and
     no key was given, or the key given is not a registered operator key at the log's head."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import os
-import stat
 from pathlib import Path
 
 import msgspec
@@ -23,7 +22,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from eventlog import InvalidInputError, InvalidTypeError, StorageError
 from eventlog.checks import check_actor, check_path
 from eventlog.signing import ED25519, PUBLIC_KEY_SIZE, key_id, strict_base64, verify
-from replay.errors import KeyFileError
+from replay.errors import KeyFileError, NotRegularFileError
+from replay.regular_files import read_regular
 
 PRIVATE_PREFIX = "PRIVATE+KEY+"
 PUBLIC_SUFFIX = ".pub"
@@ -174,22 +174,16 @@ def _fields(where: str, text: str) -> tuple[str, str, bytes]:
 
 
 def _read(where: str) -> tuple[str, int]:
-    """The one line of a key file, checked to be a small regular text file, and its mode."""
+    """The one line of a key file, checked to be a small regular text file (never waiting on a
+    pipe), and its mode."""
     try:
-        fd = os.open(where, os.O_RDONLY)
+        data, mode = read_regular(where, max_bytes=MAX_KEY_FILE_BYTES)
     except FileNotFoundError:
         raise KeyFileError(f"no key file at {where}") from None
+    except NotRegularFileError as exc:
+        raise KeyFileError(f"key file {where} is {exc.kind}, not a regular file") from None
     except OSError as exc:
         raise KeyFileError(f"cannot read key file {where}: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise KeyFileError(f"key file {where} is not a regular file")
-        data = os.read(fd, MAX_KEY_FILE_BYTES + 1)
-    except OSError as exc:
-        raise KeyFileError(f"cannot read key file {where}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
     if len(data) > MAX_KEY_FILE_BYTES:
         raise KeyFileError(f"{where} is too large to be a key file")
     try:
@@ -202,7 +196,7 @@ def _read(where: str) -> tuple[str, int]:
     line = text.removesuffix("\n")
     if not line or any(c.isspace() or not c.isprintable() for c in line):
         raise KeyFileError(f"{where} is not a factledger key file (expected one line)")
-    return line, stat.S_IMODE(info.st_mode)
+    return line, mode
 
 
 def _create(path: Path, text: str, *, mode: int = 0o600) -> None:

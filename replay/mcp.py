@@ -41,6 +41,7 @@ from projections import (
     read_history,
     recall,
 )
+from replay.mcp_stdio import serve_stdio
 
 SERVER_NAME = "factledger"
 MAX_RECALL = 100
@@ -333,13 +334,21 @@ def _strict(tool: Tool) -> Tool:
     return tool.model_copy(update={"fn_metadata": metadata, "parameters": schema})
 
 
+class AgentServer(MCPServer[AgentSession]):
+    """The SDK's server, whose stdio transport answers every line it is sent
+    (`replay.mcp_stdio`): a request it cannot read gets an error, never silence."""
+
+    async def run_stdio_async(self) -> None:
+        await serve_stdio(self._lowlevel_server)
+
+
 def build_server(
     db_path: str | os.PathLike[str],
     identity: AgentIdentity,
     *,
     trust_policy: MemoryTrustPolicy | None = None,
     log: str | None = None,
-) -> MCPServer[AgentSession]:
+) -> AgentServer:
     """An MCP server whose tools read and write `db_path` as `identity`; given `log` (a
     `postgresql://` DSN), they write that log and `db_path` is this host's cache of it.
 
@@ -365,7 +374,7 @@ def build_server(
         _strict(Tool.from_function(fn, name=name, annotations=hints)) for fn, name, hints in TOOLS
     ]
     with _logging_left_alone():
-        return MCPServer(
+        return AgentServer(
             SERVER_NAME,
             version=__version__,
             instructions=_instructions(identity),

@@ -2,7 +2,8 @@
 
 Export format (`factledger-export/1`): the first line is a header naming the log id and the
 genesis context; each further line is one event with every envelope field, its chain hash,
-and `body`, the exact stored bytes the chain covers (README, "Verifying an export offline").
+and `body`, the exact stored bytes the chain covers. Only `body` is hashed: every other field
+is a copy of it, which a verifier holds to it (README, "Verifying an export offline").
 """
 
 from __future__ import annotations

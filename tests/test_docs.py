@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from eventlog import open_log
+from eventlog.contract import EVERY_KIND, fact
 from projections.environment import SETTINGS
 from replay.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```(\w*)\n(.*?)```", README, flags=re.DOTALL)
+ExportVerifier = Callable[[Path], int]
+
+
+def readme_export_verifier(db: Path, export: Path) -> ExportVerifier:
+    """README's offline verifier ("Verifying an export offline"), run as written on an export
+    of `db` it writes to `export`; returns its `verify_export`."""
+    section = README[README.index("\n## Verifying an export offline\n") :]
+    [code] = re.findall(r"```python\n(.*?)```", section.split("\n## ", 2)[1], flags=re.DOTALL)
+    assert '"memory.db"' in code and '"log.jsonl"' in code
+    namespace: dict[str, Any] = {}
+    code = code.replace('"memory.db"', repr(str(db))).replace('"log.jsonl"', repr(str(export)))
+    exec(compile(code, "README.md", "exec"), namespace)
+    verify_export: ExportVerifier = namespace["verify_export"]
+    return verify_export
 
 
 def test_readme_opens_with_install_and_run_then_test() -> None:
@@ -98,3 +117,89 @@ def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     for code in examples:
         exec(compile(code, "README.md", "exec"), namespace)
     assert (tmp_path / "log.jsonl").exists()
+
+
+@pytest.fixture
+def exported(tmp_path: Path) -> tuple[ExportVerifier, list[str]]:
+    """A log holding every event kind, exported; README's verifier, and the export's lines."""
+    db, export = tmp_path / "memory.db", tmp_path / "log.jsonl"
+    log = open_log(db)
+    log.append_many([*EVERY_KIND, fact("k", "naïve café 日本語", source_adapter="codex")])
+    log.close()
+    verify_export = readme_export_verifier(db, export)
+    lines = export.read_text(encoding="utf-8").splitlines()
+    assert len(EVERY_KIND) + 1 == verify_export(export)
+    return verify_export, lines
+
+
+def rewritten(line: str, field: str, value: object) -> str:
+    """An export line with one top-level field (or a payload field, `payload.NAME`) rewritten."""
+    event = json.loads(line)
+    if field.startswith("payload."):
+        event["payload"][field.removeprefix("payload.")] = value
+    else:
+        event[field] = value
+    return json.dumps(event)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("source_adapter", "operator"),
+        ("source_adapter", None),
+        ("producer_task_id", "backend-7"),
+        ("run_id", "run-9"),
+        ("event_id", "op:forged"),
+        ("kind", "memory_added"),
+        ("ts_ns", 1),
+        ("position", 3),
+        ("content_hash", "blake3:" + "0" * 64),
+        ("payload.value", "POISON"),
+        ("payload.key", "admins"),
+        ("payload.scope", 1),
+        ("trusted", True),
+    ],
+)
+def test_the_offline_verifier_refuses_a_rewritten_top_level_field(
+    exported: tuple[ExportVerifier, list[str]], tmp_path: Path, field: str, value: object
+) -> None:
+    """Only `body` is hashed: a line whose readable fields say other than its `body` (another
+    adapter, task, run, id, kind, time, position, hash or payload, or a field `body` lacks)
+    is refused by README's verifier, though its chain still re-hashes."""
+    verify_export, lines = exported
+    tampered = tmp_path / "tampered.jsonl"
+    lines[2] = rewritten(lines[2], field, value)
+    tampered.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(AssertionError):
+        verify_export(tampered)
+
+
+@pytest.mark.parametrize(
+    ("line", "prefix"), [(0, '{"events":0,'), (2, '{"source_adapter":"operator",')]
+)
+def test_the_offline_verifier_refuses_a_key_that_reads_two_ways(
+    exported: tuple[ExportVerifier, list[str]], tmp_path: Path, line: int, prefix: str
+) -> None:
+    """A repeated key (the first read by one tool, the last by another) is refused."""
+    verify_export, lines = exported
+    lines[line] = prefix + lines[line][1:]
+    tampered = tmp_path / "tampered.jsonl"
+    tampered.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(AssertionError):
+        verify_export(tampered)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("events", 99), ("format", "factledger-export/9"), ("head_chain_hash", "0" * 64)],
+)
+def test_the_offline_verifier_refuses_a_rewritten_header(
+    exported: tuple[ExportVerifier, list[str]], tmp_path: Path, field: str, value: object
+) -> None:
+    """A header that miscounts the events, names another format or another head is refused."""
+    verify_export, lines = exported
+    lines[0] = rewritten(lines[0], field, value)
+    tampered = tmp_path / "tampered.jsonl"
+    tampered.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(AssertionError):
+        verify_export(tampered)

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TextIO
 
 from eventlog import InvalidInputError
+from replay.errors import NotRegularFileError
+from replay.regular_files import read_regular
 
 STDIN = "-"
 """The name that reads standard input."""
@@ -27,14 +29,11 @@ def read_text(path: str, what: str, *, max_bytes: int) -> str:
     else:
         where = f"{what} file {path}"
         try:
-            with open(path, "rb") as stream:
-                if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-                    raise InvalidInputError(f"the {where} is not a regular file")
-                data = stream.read(max_bytes + 1)
+            data = read_regular(path, max_bytes=max_bytes).data
         except FileNotFoundError:
             raise InvalidInputError(f"no {what} file at {path}") from None
-        except IsADirectoryError:
-            raise InvalidInputError(f"the {where} is a directory") from None
+        except NotRegularFileError as exc:
+            raise InvalidInputError(f"the {where} is {exc.kind}, not a regular file") from None
         except OSError as exc:
             raise InvalidInputError(f"cannot read the {where}: {exc.strerror or exc}") from None
     if len(data) > max_bytes:

@@ -99,6 +99,28 @@ def test_binary_or_unreadable_checkpoint_and_key_files_get_one_line(
     assert "not UTF-8 text" in one_line(cli("verify", "--checkpoint", str(binary)))
 
 
+def test_a_named_pipe_as_a_key_or_checkpoint_file_gets_one_line_at_once(tmp_path: Path) -> None:
+    """A FIFO as --key or --checkpoint, in a real process: one line naming it a pipe, exit 1,
+    and no wait for a writer (the process would be killed after 60 s)."""
+    db = str(tmp_path / "p.db")
+    with SQLiteMemoryStore(db) as store:
+        store.add("learning", "x")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo, 0o600)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for args in (("checkpoint", "--key", str(fifo)), ("verify", "--checkpoint", str(fifo))):
+        done = subprocess.run(
+            [sys.executable, "-m", "replay", *args, "--db", db],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+        assert 1 == done.returncode and 1 == len(done.stderr.splitlines()), done.stderr
+        assert f"{fifo} is a named pipe (FIFO), not a regular file" in done.stderr
+
+
 def test_an_unsigned_checkpoint_is_reported_as_unsigned(cli: Cli, tmp_path: Path) -> None:
     """--pub on a checkpoint taken without a key says it carries no signature (exit 1), not
     that a signature failed."""

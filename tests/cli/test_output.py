@@ -8,12 +8,20 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.segment import Segment
+from rich.table import Table
+from rich.text import Text
 
 from replay import InclusionProof
 from replay.cli import main
-from replay.cli.output import progress, to_text
+from replay.cli.output import Wrapped, progress, to_text
 from tests.cli.conftest import Result
 
 Cli = Callable[..., Result]
@@ -108,6 +116,64 @@ def test_a_table_when_it_fits_one_field_per_line_when_it_does_not(
     rows = narrow.index("versions (1):") + 1
     assert ["position", "1"] == narrow[rows].split()
     assert ["event_id"] == narrow[rows + 1].split()[:1]
+
+
+def drawn(renderable: object, width: int) -> str:
+    console = Console(file=io.StringIO(), width=width, highlight=False, markup=False)
+    with console.capture() as captured:
+        console.print(renderable)
+    return captured.get()
+
+
+def table(cell: Callable[[str], Any], value: str, *, no_wrap: bool) -> Table:
+    """A two-column table as `output.rows` builds one, its cells made by `cell`."""
+    drawn_table = Table(box=None, padding=(0, 2, 0, 0), pad_edge=False)
+    drawn_table.add_column("id", no_wrap=True)
+    drawn_table.add_column("content", no_wrap=no_wrap, overflow="fold")
+    drawn_table.add_row(cell("12"), cell(value))
+    return drawn_table
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.text(st.characters(blacklist_categories=("Cs",)), max_size=300),
+    width=st.integers(min_value=1, max_value=120),
+    no_wrap=st.booleans(),
+)
+def test_a_wrapped_cell_draws_what_a_rich_text_draws(value: str, width: int, no_wrap: bool) -> None:
+    """Wrapped lays a value out exactly as rich's Text does, alone and as a table's cell."""
+    assert drawn(Text(value), width) == drawn(Wrapped(value), width)
+    expected = drawn(table(Text, value, no_wrap=no_wrap), width)
+    assert expected == drawn(table(Wrapped, value, no_wrap=no_wrap), width)
+
+
+def test_a_wrapped_cell_hands_rich_one_line_per_segment() -> None:
+    """rich splits a segment holding many lines in time quadratic in its size; a wrapped
+    cell never yields a segment holding more than its one line (benchmark: python -m
+    tests.bench.tables)."""
+    console = Console(file=io.StringIO(), width=80)
+    segments = list(console.render(Wrapped("word " * 20_000)))
+    newlines = [segment.text.count("\n") for segment in segments]
+    assert {0, 1} == set(newlines)
+    assert all(
+        segment == Segment.line() for segment, n in zip(segments, newlines, strict=True) if n
+    )
+    assert 1250 == sum(newlines)
+
+
+class Big(msgspec.Struct):
+    id: int
+    content: str
+
+
+@pytest.mark.parametrize("value", ["word " * 200_000, "a\u200b" * 200_000, "x" * 1_000_000])
+def test_a_megabyte_value_is_drawn_whole_within_the_width(value: str) -> None:
+    """A 1 MB value, in a table and as a `name  value` block, is drawn whole (escaped), every
+    line within the width."""
+    shown = value.replace("\u200b", "\\u{200B}")
+    for drawing in (to_text([{"id": 1, "content": value}], width=100), to_text(Big(1, value))):
+        assert widest_line(drawing) <= 100
+        assert whole(shown) in whole(drawing)
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -574,6 +574,17 @@ def test_an_agent_binding_is_never_changed(pg: PgLog) -> None:
         add_agent(pg.dsn, "Robert'); DROP TABLE x;--", "codex", role_prefix=pg.roles)
 
 
+def test_an_agent_is_bound_only_to_an_ascii_adapter_name(pg: PgLog) -> None:
+    """The library's `add_agent` refuses a lookalike adapter (a Cyrillic U+0441) as the log's own
+    appends do, and creates no role."""
+    init_schema(pg.dsn, role_prefix=pg.roles)
+    name = f"{pg.roles}_lookalike"
+    with pytest.raises(InvalidInputError, match="U\\+0441 CYRILLIC"):
+        add_agent(pg.dsn, name, "\u0441laude-code", role_prefix=pg.roles)
+    with admin(pg) as conn:
+        assert conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone() is None
+
+
 def test_add_agent_needs_an_initialized_log(pg: PgLog) -> None:
     """Binding an agent before `init_schema` says what to run first."""
     with pytest.raises(StorageError, match="init_schema"):

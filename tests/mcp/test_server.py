@@ -13,9 +13,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from anyio.streams.text import TextReceiveStream
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
+from mcp_types import DEFAULT_NEGOTIATED_VERSION
 
 from eventlog import (
     FactPublished,
@@ -414,6 +417,73 @@ async def test_a_stdio_server_started_as_an_orchestrator_would_serves_its_agent(
         events(db)[1].run_id,
     )
     assert "Traceback" not in errlog.read_text(encoding="utf-8")
+
+
+MALFORMED = [
+    (
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"publish",'
+        '"arguments":{"tag":"t","key":"k","value":"a\\ud800b"}}}',
+        (7, -32700, "lone surrogate"),
+    ),
+    (
+        '{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"publish",'
+        '"arguments":{"tag":"t","key":"\\udfff","value":"v"}}}',
+        ("x", -32700, "lone surrogate"),
+    ),
+    ('{"jsonrpc":"2.0","id":8,"method":', (None, -32700, "not JSON")),
+    ('{"id":9,"result":{}}', (None, -32600, "not a JSON-RPC")),
+]
+"""Lines the SDK cannot read as a message, and the (id, code, words) of the error each gets."""
+
+
+def request(request_id: int, method: str, params: dict[str, Any]) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+
+
+async def test_a_stdio_server_answers_a_line_it_cannot_read_with_an_error(db: Path) -> None:
+    """A request holding a lone surrogate, a line that is not JSON and JSON that is not a
+    message each get a JSON-RPC error (to the request's id when it can be read), never
+    silence; nothing is written, and the server goes on serving."""
+    command = [sys.executable, "-m", "replay", "mcp", *AGENT_FLAGS, "--db", str(db)]
+    with anyio.fail_after(60):
+        async with await anyio.open_process(command, cwd=ROOT) as server:
+            assert server.stdin is not None and server.stdout is not None
+            stdin, stdout = server.stdin, TextReceiveStream(server.stdout)
+            pending = ""
+
+            async def exchange(line: str) -> Any:
+                nonlocal pending
+                await stdin.send(f"{line}\n".encode())
+                while "\n" not in pending:
+                    pending += await stdout.receive()
+                reply, pending = pending.split("\n", 1)
+                return json.loads(reply)
+
+            hello = {"name": "test", "version": "1"}
+            opened = await exchange(
+                request(
+                    1,
+                    "initialize",
+                    {
+                        "protocolVersion": DEFAULT_NEGOTIATED_VERSION,
+                        "capabilities": {},
+                        "clientInfo": hello,
+                    },
+                )
+            )
+            assert "result" in opened
+            await stdin.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            for line, (expected_id, code, words) in MALFORMED:
+                reply = await exchange(line)
+                assert (expected_id, code) == (reply["id"], reply["error"]["code"])
+                assert words in reply["error"]["message"]
+            arguments = {"tag": "t", "key": "k", "value": "v"}
+            reply = await exchange(
+                request(10, "tools/call", {"name": "publish", "arguments": arguments})
+            )
+            assert (10, False) == (reply["id"], reply["result"]["isError"])
+            await stdin.aclose()
+    assert ["v"] == [e.payload.value for e in events(db) if isinstance(e.payload, FactPublished)]
 
 
 @pytest.mark.parametrize(

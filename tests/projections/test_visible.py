@@ -15,6 +15,8 @@ from projections import escape_invisible
 from projections.visible import DEFAULT_IGNORABLE, find_invisible, is_invisible
 
 CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"}
+BLANK = {0x2800, 0x1D159}
+"""BRAILLE PATTERN BLANK and MUSICAL SYMBOL NULL NOTEHEAD: symbols drawn as nothing."""
 ESCAPE = re.compile(r"\\u\{([0-9A-F]{4,6})\}")
 
 
@@ -41,16 +43,25 @@ def test_default_ignorable_table_is_the_published_one() -> None:
     assert "14.0.0" <= unicodedata.unidata_version
 
 
+def hidden_by_rule(code: int, ignorable: set[int]) -> bool:
+    """The rule, restated: category Cc, Cf, Zl, Zp, Co, Cs or Cn; a Zs space but U+0020; a
+    blank symbol; or default-ignorable."""
+    category = unicodedata.category(chr(code))
+    return (
+        code in ignorable
+        or category in CATEGORIES
+        or (category == "Zs" and code != 0x20)
+        or code in BLANK
+    )
+
+
 def test_every_code_point_maps_to_itself_or_its_escape() -> None:
-    """Over 0..0x10FFFF: a code point whose category is Cc, Cf, Zl, Zp, Co, Cs or Cn, or that is
-    default-ignorable, becomes `\\u{XXXX}` (but newline and tab, in running text); every other
-    code point is itself; and the output holds none of those characters."""
+    """Over 0..0x10FFFF: a code point whose category is Cc, Cf, Zl, Zp, Co, Cs or Cn, a space
+    other than U+0020, a blank symbol, or a default-ignorable code point becomes `\\u{XXXX}`
+    (but newline and tab, in running text); every other code point is itself; and the output
+    holds none of those characters."""
     ignorable = default_ignorable()
-    hidden = [
-        code
-        for code in range(sys.maxunicode + 1)
-        if code in ignorable or unicodedata.category(chr(code)) in CATEGORIES
-    ]
+    hidden = [code for code in range(sys.maxunicode + 1) if hidden_by_rule(code, ignorable)]
     pieces = list(map(chr, range(sys.maxunicode + 1)))
     everything = "".join(pieces)
     for code in hidden:
@@ -68,6 +79,18 @@ def test_the_characters_the_issue_found_are_escaped() -> None:
     assert "a\\u{FE0F}\\u{E0100}\\u{2028}\\u{2029}\\u{3164}\\u{115F}\\u{034F}z" == escape_invisible(
         text
     )
+
+
+def test_every_space_but_the_plain_one_and_blank_symbols_are_escaped() -> None:
+    """No-break, en, em, thin, hair, narrow, medium mathematical, ogham and ideographic
+    spaces, the braille blank and the null notehead: each a reader cannot tell from a space
+    or from nothing, so each is escaped; U+0020 is itself."""
+    spaces = [code for code in range(sys.maxunicode + 1) if unicodedata.category(chr(code)) == "Zs"]
+    assert 0x20 in spaces and {0xA0, 0x1680, 0x2000, 0x200A, 0x202F, 0x205F, 0x3000} <= set(spaces)
+    for code in [*spaces, *BLANK]:
+        expected = " " if code == 0x20 else escaped(code)
+        assert f"a{expected}b" == escape_invisible(f"a{chr(code)}b")
+        assert (code != 0x20) == is_invisible(chr(code))
 
 
 def test_a_literal_escape_is_not_mistaken_for_one() -> None:

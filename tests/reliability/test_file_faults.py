@@ -13,6 +13,8 @@ import hashlib
 import os
 import random
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +31,8 @@ from tests.reliability.support import (
     live_tables,
     written_text,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def digest(path: Path) -> str:
@@ -51,6 +55,29 @@ def test_directory_as_database_path_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="directory"):
         open_log(tmp_path / "inside", read_only=True)
     assert before == files_in(tmp_path)
+
+
+def test_a_named_pipe_or_device_as_database_path_is_refused_without_waiting(
+    tmp_path: Path,
+) -> None:
+    """A FIFO (SQLite's open would wait for a writer forever) or a character device, as a
+    database to write or to read, in a real process: one line, exit 1, at once."""
+    fifo = tmp_path / "pipe.db"
+    os.mkfifo(fifo)
+    for path in (str(fifo), "/dev/null"):
+        for command in (["add", "note"], ["list"], ["verify"]):
+            done = subprocess.run(
+                [sys.executable, "-m", "replay", *command, "--db", path],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd=ROOT,
+                check=False,
+            )
+            assert 1 == done.returncode and 1 == len(done.stderr.splitlines()), done.stderr
+            assert "not a regular file" in done.stderr
+    with pytest.raises(StorageError, match="not a regular file"):
+        open_log(fifo, read_only=True)
 
 
 def test_path_under_a_regular_file_is_a_clear_error(tmp_path: Path) -> None:

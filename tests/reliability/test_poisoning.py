@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import InvalidInputError, MemoryAdded, NewEvent, RecallRecorded
+from eventlog.checks import check_optional_identifier
 from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
 from projections.prompt import visible
 from projections.visible import is_invisible
@@ -240,7 +241,7 @@ def test_poison_never_reaches_the_prompt_unless_its_adapter_is_trusted(
 
 
 def test_poison_from_lookalike_adapters_is_not_trusted(
-    db_path: Path, store: SQLiteMemoryStore
+    db_path: Path, store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Adapters whose names only look like the trusted one are different adapters. Those
     made of allowed characters (case, underscore) can be written and are not trusted; those
@@ -256,6 +257,12 @@ def test_poison_from_lookalike_adapters_is_not_trusted(
     for name in hidden:
         with pytest.raises(InvalidInputError, match="source_adapter may hold only"):
             store.add("learning", payload, REQUEST, source_adapter=name)
+        with pytest.raises(InvalidInputError, match="source_adapter may hold only"):
+            store.event_log.append(
+                NewEvent(payload=MemoryAdded(type="x", content="y"), source_adapter=name)
+            )
+    # a version before the rule checked an adapter as any identifier
+    monkeypatch.setattr("eventlog.drafts.check_optional_actor", check_optional_identifier)
     with store.write_transaction() as tx:
         earlier = tx.append(
             [

@@ -212,6 +212,27 @@ def test_lost_log_metadata_is_tampering(seeded: Path, cli: Cli) -> None:
     assert (2, "") == (code, err)
 
 
+def test_a_dropped_log_metadata_table_is_tampering_with_or_without_a_checkpoint(
+    seeded: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """`DROP TABLE fl_log_meta`: exit 2, log_missing, naming the missing table; a write is
+    refused and leaves the file as evidence."""
+    held = tmp_path / "cp.txt"
+    held.write_text(str(checkpoint(seeded)))
+    edit(seeded, "DROP TABLE fl_log_meta")
+    report = verify(seeded)
+    assert (False, "log_missing") == (report.ok, report.problem)
+    assert report.reason is not None and "fl_log_meta" in report.reason
+    code, out, err = cli("verify", "--db", str(seeded))
+    assert (2, "") == (code, err) and "fl_log_meta" in out
+    code, out, _ = cli("verify", "--checkpoint", str(held), "--db", str(seeded), "--json")
+    assert 2 == code and '"problem": "log_missing"' in out and "fl_log_meta" in out
+    before = seeded.read_bytes()
+    code, _, err = cli("add", "new note", "--db", str(seeded))
+    assert 1 == code and "fl_log_meta" in err
+    assert before == seeded.read_bytes()
+
+
 def test_a_file_that_never_held_a_log_is_exit_1_unless_a_checkpoint_says_it_did(
     seeded: Path, tmp_path: Path, cli: Cli
 ) -> None:

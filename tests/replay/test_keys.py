@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import os
 import re
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -182,3 +185,47 @@ def test_an_operator_key_never_shows_its_private_half(pair: tuple[Path, Path]) -
     private, _ = pair
     key = read_operator_key(private)
     assert f"OperatorKey(name='ops', key_id='{key.key_id}')" == repr(key)
+
+
+def without_waiting(read: Callable[[], object], fifo: Path) -> BaseException:
+    """What `read` raised, run in a thread; if it is still waiting on the named pipe `fifo`
+    after 10 s, a writer is opened to free it and the test fails."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            read()
+        except BaseException as exc:
+            raised.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join()
+        pytest.fail(f"reading {fifo} waited for a writer")
+    assert 1 == len(raised)
+    return raised[0]
+
+
+@pytest.mark.parametrize("read", [read_operator_key, read_public_key], ids=["private", "public"])
+def test_a_named_pipe_as_a_key_file_is_refused_at_once(
+    tmp_path: Path, read: Callable[[Path], object]
+) -> None:
+    """A FIFO (or a link to one) as a key file is refused as a pipe, without waiting for a
+    writer that may never come."""
+    fifo = tmp_path / "ops.key"
+    os.mkfifo(fifo, 0o600)
+    link = tmp_path / "link.key"
+    link.symlink_to(fifo)
+    for path in (fifo, link):
+        error = without_waiting(functools.partial(read, path), fifo)
+        assert isinstance(error, KeyFileError)
+        assert f"key file {path} is a named pipe (FIFO), not a regular file" == str(error)
+
+
+def test_a_device_as_a_key_file_is_refused_by_kind() -> None:
+    """A character device (which may never end) is refused by what it is, unread."""
+    with pytest.raises(KeyFileError, match="is a character device, not a regular file"):
+        read_operator_key("/dev/zero")

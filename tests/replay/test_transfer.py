@@ -7,33 +7,13 @@ import json
 import sqlite3
 from pathlib import Path
 
-import blake3
 import pytest
 
 from eventlog import StorageError
 from projections import CrossTaskKB, SQLiteMemoryStore
 from replay.transfer import EXPORT_FORMAT, export_log, import_legacy
 from tests.projections.test_legacy import ROWS, legacy_file
-
-
-def offline_verify(lines: list[str]) -> int:
-    """The README's offline procedure: needs only json and blake3."""
-    header = json.loads(lines[0])
-    chain = blake3.blake3(
-        header["log_id"].encode(), derive_key_context=header["genesis_context"]
-    ).digest()
-    for expected_position, line in enumerate(lines[1:], start=1):
-        event = json.loads(line)
-        body = event["body"].encode("utf-8")
-        stored = json.loads(body)
-        assert expected_position == stored["position"] == event["position"]
-        text = stored["payload"].get("content", stored["payload"].get("value", ""))
-        assert stored["content_hash"] == "blake3:" + blake3.blake3(text.encode()).hexdigest()
-        leaf = blake3.blake3(b"\x00" + body).digest()
-        chain = blake3.blake3(b"\x02" + chain + leaf).digest()
-        assert chain.hex() == event["chain_hash"]
-    assert chain.hex() == header["head_chain_hash"]
-    return len(lines) - 1
+from tests.test_docs import readme_export_verifier
 
 
 @pytest.fixture
@@ -47,7 +27,9 @@ def populated(db_path: Path) -> Path:
     return db_path
 
 
-def test_export_has_every_envelope_field_and_verifies_offline(populated: Path) -> None:
+def test_export_has_every_envelope_field_and_verifies_offline(
+    populated: Path, tmp_path: Path
+) -> None:
     """Each line carries the envelope, chain hash and stored bytes; the chain re-verifies."""
     out = io.StringIO()
     header = export_log(populated, out)
@@ -68,19 +50,21 @@ def test_export_has_every_envelope_field_and_verifies_offline(populated: Path) -
         "body",
     } == set(first)
     assert ("memory_added", "codex") == (first["kind"], first["source_adapter"])
-    assert 4 == offline_verify(lines)
+    export = tmp_path / "log.jsonl"
+    assert 4 == readme_export_verifier(populated, export)(export)
 
 
-def test_offline_verification_catches_an_edited_export(populated: Path) -> None:
-    """Changing one stored byte in an export breaks the offline check."""
-    out = io.StringIO()
-    export_log(populated, out)
-    lines = out.getvalue().splitlines()
+def test_offline_verification_catches_an_edited_export(populated: Path, tmp_path: Path) -> None:
+    """Changing one stored byte in an export breaks README's offline check."""
+    export = tmp_path / "log.jsonl"
+    verify_export = readme_export_verifier(populated, export)
+    lines = export.read_text(encoding="utf-8").splitlines()
     event = json.loads(lines[2])
     event["body"] = event["body"].replace('"v1"', '"v9"')
     lines[2] = json.dumps(event)
+    export.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(AssertionError):
-        offline_verify(lines)
+        verify_export(export)
 
 
 def test_export_reports_progress(populated: Path) -> None:
