@@ -767,6 +767,7 @@ def init_schema(
 
     def initialize(conn: Connection, name: str) -> None:
         with conn.transaction():
+            schema.serialize_administration(conn)
             schema.create_group_roles(conn, names)
             log_id = str(uuid.uuid4())
             genesis = chain.genesis(log_id)
@@ -815,6 +816,7 @@ def add_agent(
 
     def bind(conn: Connection, name: str) -> None:
         with conn.transaction():
+            schema.serialize_administration(conn)
             schema.bind_agent(conn, name, role, adapter, names, password)
 
     _administer(dsn, bind, "add an agent to")

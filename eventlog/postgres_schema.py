@@ -216,6 +216,10 @@ _SQL_PRIVILEGES = (
     *(f"GRANT EXECUTE ON FUNCTION {{schema}}.{name} TO {{writer}}" for name in _KIND_RULES),
 )
 _SQL_DATABASE = "SELECT current_database()"
+_SQL_ADMINISTRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('factledger administration'))"
+"""Taken first by every administration transaction: logs in several schemas of one database
+share catalog rows (the database's ACL, the roles' memberships), and two sessions changing
+one at once fail with "tuple concurrently updated"."""
 
 _SQL_BINDING = "SELECT adapter FROM {schema}.agents WHERE role = %s"
 _SQL_BIND = "INSERT INTO {schema}.agents (role, adapter) VALUES (%s, %s)"
@@ -324,6 +328,12 @@ def create(conn: psycopg.Connection[Any], schema: str, log_id: str, genesis: byt
     conn.execute(render(_SQL_META_INSERT, schema), ("format", LOG_FORMAT))
     conn.execute(render(_SQL_HEAD_INSERT, schema), (genesis,))
     return True
+
+
+def serialize_administration(conn: psycopg.Connection[Any]) -> None:
+    """Wait, inside the current transaction, until no other session of this database is
+    setting up or binding a factledger log."""
+    conn.execute(_SQL_ADMINISTRATION_LOCK)
 
 
 def create_group_roles(conn: psycopg.Connection[Any], names: Roles) -> None:

@@ -79,6 +79,8 @@ def pg(pg_server: PgServer) -> Iterator[PgLog]:
     ending any session still holding a lock in it (a test that failed mid-transaction)."""
     import psycopg
 
+    from eventlog.postgres_schema import serialize_administration
+
     place = PgLog(pg_server, f"fl_{uuid.uuid4().hex[:12]}")
     yield place
     with psycopg.connect(pg_server.dsn, autocommit=True) as admin:
@@ -94,10 +96,12 @@ def pg(pg_server: PgServer) -> Iterator[PgLog]:
             " WHERE n.nspname = %s AND l.pid <> pg_backend_pid()",
             (place.schema,),
         )
-        admin.execute(f'DROP SCHEMA IF EXISTS "{place.schema}" CASCADE')
-        for (role,) in admin.execute(
-            "SELECT rolname FROM pg_roles WHERE rolname LIKE %s ORDER BY oid DESC",
-            (place.roles + "%",),
-        ).fetchall():
-            admin.execute(f'DROP OWNED BY "{role}"')
-            admin.execute(f'DROP ROLE "{role}"')
+        with admin.transaction():
+            serialize_administration(admin)
+            admin.execute(f'DROP SCHEMA IF EXISTS "{place.schema}" CASCADE')
+            for (role,) in admin.execute(
+                "SELECT rolname FROM pg_roles WHERE rolname LIKE %s ORDER BY oid DESC",
+                (place.roles + "%",),
+            ).fetchall():
+                admin.execute(f'DROP OWNED BY "{role}"')
+                admin.execute(f'DROP ROLE "{role}"')

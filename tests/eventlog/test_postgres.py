@@ -263,6 +263,36 @@ def test_the_database_refuses_edits_even_from_a_superuser(pg: PgLog) -> None:
     log.close()
 
 
+def test_logs_in_several_schemas_can_be_made_at_once(pg: PgLog) -> None:
+    """Six logs made at the same moment in six schemas of one database all succeed: their
+    grants on the shared database are taken in turn, never "tuple concurrently updated"."""
+    import psycopg
+
+    schemas = [f"{pg.schema}_{n}" for n in range(6)]
+    start = threading.Barrier(len(schemas))
+    failures: list[BaseException] = []
+
+    def make(name: str) -> None:
+        start.wait()
+        try:
+            init_schema(pg.server.url(schema=name), role_prefix=name)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=make, args=(name,)) for name in schemas]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert [] == failures
+    finally:
+        with psycopg.connect(pg.server.dsn, autocommit=True) as admin, admin.transaction():
+            schema.serialize_administration(admin)
+            for name in schemas:
+                admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
 def test_init_schema_creates_roles_with_least_privilege(pg: PgLog) -> None:
     """The owner owns the schema; the writer may insert and select the log and update only
     the head's two columns; the reader may select; PUBLIC may do nothing."""
