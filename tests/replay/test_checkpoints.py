@@ -337,4 +337,6 @@ def test_a_private_key_where_a_public_key_is_needed_is_refused(key_path: Path) -
     signed = sample().sign(key_path)
     with pytest.raises(KeyFileError, match="holds a private key") as caught:
         signed.verify_signature(key_path)
-    assert key_path.read_text().split("+")[-1].strip() not in str(caught.value)
+    prefix, _, _, _, secret = key_path.read_text().strip().split("+", 4)
+    assert ("PRIVATE", 44) == (prefix, len(secret))
+    assert secret not in str(caught.value)
