@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from eventlog.backend import (
+    BoundLog,
     Durability,
     EventLog,
     Head,
@@ -66,6 +67,7 @@ __all__ = [
     "MAX_CONTENT_BYTES",
     "ON_CONFLICT",
     "Authorization",
+    "BoundLog",
     "ChainBreak",
     "ChainReport",
     "ChainWalker",
