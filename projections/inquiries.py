@@ -35,9 +35,11 @@ def fact_blame(
     return db.execute(sql.FACT_BLAME.format(filters=filters), params)
 
 
-def current_fact_values(db: Readable) -> dict[Identity, tuple[int, str]]:
-    """Each fact identity's current (position, value)."""
-    return {(r[0], r[1], r[2], r[3]): (r[4], r[5]) for r in db.execute(sql.FACT_CURRENT_VALUES)}
+def current_fact_values(db: Readable) -> dict[Identity, tuple[int, str, str | None]]:
+    """Each fact identity's current (position, value, source adapter)."""
+    return {
+        (r[0], r[1], r[2], r[3]): (r[4], r[5], r[6]) for r in db.execute(sql.FACT_CURRENT_VALUES)
+    }
 
 
 def quarantine_state(db: Readable, position: int) -> tuple[str, int | None] | None:

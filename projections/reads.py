@@ -130,7 +130,7 @@ def prompt_candidates(
     db: Readable,
     *,
     tags: Sequence[str],
-    trust: tuple[bool, Sequence[str]] | None,
+    trusts: Callable[[str | None], bool],
     limit: int,
     refused_limit: int,
 ) -> tuple[list[Candidate], list[Candidate]]:
@@ -138,9 +138,12 @@ def prompt_candidates(
     quarantined) among those ranked above the last trusted one (among all, when fewer than
     `limit` are trusted). One ranked pass serves both.
 
-    `trust` is (trust_untagged, trusted_adapters), or None when the policy is disabled.
+    `trusts` says whether the policy trusts what was written under an adapter (None: none).
     """
-    admitted = _trusted(trust)
+
+    def admitted(row: Row) -> bool:
+        return bool(row[3] == 0 and trusts(row[4]))
+
     trusted: list[tuple[Rank, Row]] = []
     refused: list[tuple[Rank, Row]] = []
     for item in _ranked(db, tags, sql.FILTER_NOT_SUPERSEDED, [], limit, admitted):
@@ -169,15 +172,6 @@ def _entries_by_id(db: Readable, ids: Sequence[int]) -> dict[int, MemoryEntry]:
 
 def _everything(row: Row) -> bool:
     return True
-
-
-def _trusted(trust: tuple[bool, Sequence[str]] | None) -> Callable[[Row], bool]:
-    """Whether a ranked row may reach a prompt: visible, and trusted unless the policy is off."""
-    if trust is None:
-        return lambda row: row[3] == 0
-    untagged, adapters = trust
-    allowed = frozenset(adapters)
-    return lambda row: row[3] == 0 and (untagged if row[4] is None else row[4] in allowed)
 
 
 def _ranked(

@@ -56,7 +56,7 @@ def _bad_sources(
         if position in bad:
             continue
         record = next(snap.read(position - 1, position), None) if position <= head else None
-        if record is None or (policy.enabled and not _trusted(policy, record.source_adapter)):
+        if record is None or policy.refusal(record.source_adapter) is not None:
             bad.add(position)
             continue
         row = rows.get(position)
@@ -68,9 +68,3 @@ def _bad_sources(
                 )
                 bad.add(position)
     return bad
-
-
-def _trusted(policy: MemoryTrustPolicy, adapter: str | None) -> bool:
-    if adapter is None:
-        return policy.trust_untagged
-    return adapter in policy.trusted_adapters

@@ -146,6 +146,10 @@ class FactChange(msgspec.Struct, frozen=True, kw_only=True):
     new_value: str | None
     old_position: int | None
     new_position: int | None
+    old_source_adapter: str | None
+    """The adapter that wrote the old value (None: none, or no old value)."""
+    new_source_adapter: str | None
+    """The adapter that wrote the new value (None: none, or no new value)."""
     by_position: int
     """The last event in the window that changed this fact's current version: its publish,
     or a quarantine or release."""
@@ -403,14 +407,14 @@ def _fold_noting_causes(
     return causes
 
 
-def _current(db: Readable) -> dict[Identity, tuple[int, str]]:
+def _current(db: Readable) -> dict[Identity, tuple[int, str, str | None]]:
     return inquiries.current_fact_values(db)
 
 
 def _change(
     identity: Identity,
-    old: tuple[int, str] | None,
-    new: tuple[int, str] | None,
+    old: tuple[int, str, str | None] | None,
+    new: tuple[int, str, str | None] | None,
     cause: RecordedEvent,
 ) -> FactChange:
     change: Change = "added" if old is None else "removed" if new is None else "changed"
@@ -425,6 +429,8 @@ def _change(
         new_value=None if new is None else new[1],
         old_position=None if old is None else old[0],
         new_position=None if new is None else new[0],
+        old_source_adapter=None if old is None else old[2],
+        new_source_adapter=None if new is None else new[2],
         by_position=cause.position,
         by_event_id=cause.event_id,
         by_kind=cause.kind,
