@@ -42,6 +42,12 @@ def current_fact_values(db: Readable) -> dict[Identity, tuple[int, str, str | No
     }
 
 
+def held_among(db: Readable, positions: Sequence[int]) -> set[int]:
+    """The fact versions among `positions` a conflict policy held or denied (never current
+    when published)."""
+    return {row[0] for row in over_positions(db, sql.HELD_AMONG, positions)}
+
+
 def quarantine_state(db: Readable, position: int) -> tuple[str, int | None] | None:
     """(reason, released_by position) of the quarantine at `position`, or None if none is."""
     found = db.execute(sql.QUARANTINE_GET, (position,))

@@ -17,16 +17,25 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Literal, assert_never
 
 import msgspec
 
 from eventlog import (
+    ConflictPolicySet,
+    FactApproved,
     FactPublished,
+    FactRejected,
     InvalidInputError,
+    MemoryAdded,
+    MemoryRemoved,
+    MemoryReweighted,
+    OperatorAdded,
+    OperatorRemoved,
     QuarantineApplied,
     QuarantineReleased,
     ReadSnapshot,
+    RecallRecorded,
     RecordedEvent,
     open_log,
 )
@@ -381,29 +390,50 @@ def _version(row: Row, event_id: str) -> FactVersion:
 def _fold_noting_causes(
     scratch: ScratchDatabase, projector: KnowledgeProjector, events: Iterable[RecordedEvent]
 ) -> dict[Identity, RecordedEvent]:
-    """Fold `events`; return, per fact, the last of them that moved its current version."""
+    """Fold `events`; return, per fact, the last of them that moved its current version: a
+    publish that became current (not one a conflict policy held or denied), or an operator
+    action (a quarantine, a release, an approval) that changed which version is."""
     causes: dict[Identity, RecordedEvent] = {}
     batch: list[RecordedEvent] = []
+
+    def fold_batch() -> None:
+        projector.apply(scratch, batch)
+        published = [r.position for r in batch if isinstance(r.payload, FactPublished)]
+        held = inquiries.held_among(scratch, published)
+        for record in batch:
+            payload = record.payload
+            if isinstance(payload, FactPublished) and record.position not in held:
+                identity = fact_identity(payload.scope, record.run_id, payload.tag, payload.key)
+                causes[identity] = record
+        batch.clear()
+
     for record in events:
         payload = record.payload
-        if isinstance(payload, (QuarantineApplied, QuarantineReleased)):
-            projector.apply(scratch, batch)
-            batch = []
-            before = _current(scratch)
-            projector.apply(scratch, [record])
-            after = _current(scratch)
-            for identity in before.keys() | after.keys():
-                if before.get(identity) != after.get(identity):
-                    causes[identity] = record
-            continue
-        if isinstance(payload, FactPublished):
-            identity = fact_identity(payload.scope, record.run_id, payload.tag, payload.key)
-            causes[identity] = record
-        batch.append(record)
-        if len(batch) >= FOLD_BATCH:
-            projector.apply(scratch, batch)
-            batch = []
-    projector.apply(scratch, batch)
+        match payload:
+            case (
+                FactPublished()
+                | MemoryAdded()
+                | MemoryRemoved()
+                | MemoryReweighted()
+                | RecallRecorded()
+                | OperatorAdded()
+                | OperatorRemoved()
+                | ConflictPolicySet()
+            ):
+                batch.append(record)
+                if len(batch) >= FOLD_BATCH:
+                    fold_batch()
+            case QuarantineApplied() | QuarantineReleased() | FactApproved() | FactRejected():
+                fold_batch()
+                before = _current(scratch)
+                projector.apply(scratch, [record])
+                after = _current(scratch)
+                for identity in before.keys() | after.keys():
+                    if before.get(identity) != after.get(identity):
+                        causes[identity] = record
+            case _:
+                assert_never(payload)
+    fold_batch()
     return causes
 
 
