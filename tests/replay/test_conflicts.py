@@ -15,6 +15,7 @@ from replay import (
     approve,
     as_of,
     blast_radius,
+    diff,
     generate_key,
     history,
     read_operator_key,
@@ -78,6 +79,27 @@ def test_hold_waits_for_an_operator(trusted: Path) -> None:
     assert [("v2", "codex")] == current(trusted)
     statuses = [(h.position, h.status) for h in history(trusted, tag="schema").held]
     assert [(first.position, "approved"), (second.position, "rejected")] == statuses
+
+
+def test_diff_credits_the_approval_that_made_a_version_current(trusted: Path) -> None:
+    """A held version made current by an approval is credited to the approval, not to its
+    own publish nor to a later publish the policy held in turn."""
+    set_conflict_policy(trusted, "schema", "hold", scope="project")
+    with SQLiteMemoryStore(trusted) as store:
+        start = store.event_log.head().position
+        held = kb(store, "codex").publish("schema", "users", "v2", scope="project")
+    approved = approve(trusted, held.position)
+    with SQLiteMemoryStore(trusted) as store:
+        kb(store, "gemini-cli").publish("schema", "users", "v3", scope="project")
+        end = store.event_log.head().position
+    [change] = diff(trusted, start, end, tag="schema").changed
+    assert ("v1", "v2", approved, "fact_approved", "codex") == (
+        change.old_value,
+        change.new_value,
+        change.by_position,
+        change.by_kind,
+        change.new_source_adapter,
+    )
 
 
 def test_an_approval_never_overrides_a_later_version(trusted: Path) -> None:
