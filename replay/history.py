@@ -319,7 +319,7 @@ def _actions(snap: ReadSnapshot, model: Readable, shown: set[int]) -> list[Opera
     """Quarantines and releases whose quarantine covers any of the `shown` versions."""
     if not shown:
         return []
-    refused = {r[0]: r[3] for r in inquiries.unauthorized(model) if r[1].startswith("quarantine")}
+    refused = {r[0]: r[3] for r in inquiries.unauthorized(model)}
     candidates = sorted(
         {p for q, _, released in inquiries.quarantines(model) for p in (q, released) if p}
         | set(refused)
@@ -329,12 +329,26 @@ def _actions(snap: ReadSnapshot, model: Readable, shown: set[int]) -> list[Opera
     for position in candidates:
         record = _event(snap, position)
         payload = record.payload
-        if isinstance(payload, QuarantineApplied):
-            target = position
-        elif isinstance(payload, QuarantineReleased):
-            target = payload.quarantine_position
-        else:
-            continue
+        match payload:
+            case QuarantineApplied():
+                target = position
+            case QuarantineReleased():
+                target = payload.quarantine_position
+            case (
+                FactPublished()
+                | MemoryAdded()
+                | MemoryRemoved()
+                | MemoryReweighted()
+                | RecallRecorded()
+                | OperatorAdded()
+                | OperatorRemoved()
+                | ConflictPolicySet()
+                | FactApproved()
+                | FactRejected()
+            ):
+                continue
+            case _:
+                assert_never(payload)
         if target not in covered:
             applied = record if target == position else None
             if applied is None and 1 <= target < position:
