@@ -111,7 +111,7 @@ class Facts(BaseModel):
     facts: list[FactVersion]
     kept_out: int = Field(
         description="Versions not shown: written by a source the trust policy does not "
-        "trust, or quarantined."
+        "trust, quarantined, or derived from such a source (tainted)."
     )
     receipt_position: int = Field(description="The log position of the receipt for this read.")
 
@@ -126,7 +126,10 @@ class KeptOut(BaseModel):
     """An entry kept out of a recall, and why."""
 
     position: int
-    reason: str = Field(description="untrusted_adapter, untagged_not_trusted or quarantined")
+    reason: str = Field(
+        description="untrusted_adapter, untagged_not_trusted, quarantined, tainted or "
+        "read_model_mismatch"
+    )
 
 
 class Recalled(BaseModel):
