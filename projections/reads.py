@@ -138,11 +138,18 @@ def prompt_candidates(
     quarantined) among those ranked above the last trusted one (among all, when fewer than
     `limit` are trusted). One ranked pass serves both.
 
-    `trusts` says whether the policy trusts what was written under an adapter (None: none).
+    `trusts` says whether the policy trusts what was written under an adapter (None: none);
+    it is asked once per adapter.
     """
+    verdicts: dict[str | None, bool] = {}
 
     def admitted(row: Row) -> bool:
-        return bool(row[3] == 0 and trusts(row[4]))
+        if row[3]:
+            return False
+        found = verdicts.get(row[4])
+        if found is None:
+            found = verdicts[row[4]] = trusts(row[4])
+        return found
 
     trusted: list[tuple[Rank, Row]] = []
     refused: list[tuple[Rank, Row]] = []

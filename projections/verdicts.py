@@ -50,16 +50,22 @@ def verdicts(
     are tried)."""
     positions = sorted({row.position for row in rows})
     quarantined = {r[0] for r in over_positions(snap, sql.LINEAGE_QUARANTINED_AMONG, positions)}
-    found: list[Exclusion | None] = []
-    for row in rows:
-        reason = (
-            QUARANTINED
-            if row.quarantined or row.position in quarantined
-            else policy.refusal(row.source_adapter)
-        )
-        if reason is None and row.entry is not None and unconfirmed_entries(snap, [row.entry]):
-            reason = READ_MODEL_MISMATCH
-        found.append(None if reason is None else Exclusion(position=row.position, reason=reason))
+    reasons = [
+        QUARANTINED
+        if row.quarantined or row.position in quarantined
+        else policy.refusal(row.source_adapter)
+        for row in rows
+    ]
+    held = [row.entry for row, reason in zip(rows, reasons, strict=True) if reason is None]
+    mismatched = unconfirmed_entries(snap, [entry for entry in held if entry is not None])
+    found = [
+        Exclusion(position=row.position, reason=reason)
+        if reason is not None
+        else Exclusion(position=row.position, reason=READ_MODEL_MISMATCH)
+        if row.entry is not None and row.entry.id in mismatched
+        else None
+        for row, reason in zip(rows, reasons, strict=True)
+    ]
     trusted = [row.position for row, seen in zip(rows, found, strict=True) if seen is None]
     sources = taint(snap, trusted, policy)
     return [
