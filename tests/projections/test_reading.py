@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from msgspec import UNSET
 
 from eventlog import Exclusion, RecallRecorded, RecordedEvent
 from projections import (
@@ -199,32 +200,39 @@ def test_the_verdict_tries_quarantine_then_the_adapter_then_the_row_then_taint(
     """One verdict per row, the first reason that applies: a quarantine whatever the policy,
     then the adapter, then a row its event does not bear out, then taint."""
     with SQLiteMemoryStore(db_path) as store:
-        clean = store.add("convention", "pytest -q", ["x"])
         foreign = store.add("convention", "foreign", ["x"], source_adapter="evil-cli")
         edited = store.add("convention", "edited", ["x"])
-        [entry] = [e for e in store.list() if e.id == edited]
+    with SQLiteMemoryStore(db_path, producer_task_id="helper-2", run_id="run-9") as helper:
+        recall_memory(helper, ["x"], trust_policy=TRUSTING_EVIL, task_id="helper-2", run_id="run-9")
+        derived = helper.add("learning", "derived", ["y"])
+    with SQLiteMemoryStore(db_path) as store:
+        clean = store.add("convention", "pytest -q", ["z"])
+        rows = {e.id: e for e in store.list(limit=100)}
     raw = sqlite3.connect(db_path)
     with raw:
         raw.execute("UPDATE fl_memory SET content = 'other' WHERE id = ?", (edited,))
     raw.close()
     quarantine(db_path, positions=[foreign], reason="suspect")
     with SQLiteMemoryStore(db_path) as store:
-        [moved] = [e for e in store.list() if e.id == edited]
+        moved = next(e for e in store.list(limit=100) if e.id == edited)
     with SQLiteMemoryStore(db_path) as store, store.snapshot() as snap:
         found = verdicts(
             snap,
             MemoryTrustPolicy(enabled=False),
             [
-                Judged(clean, None),
+                Judged(clean, None, entry=rows[clean]),
                 Judged(foreign, "evil-cli"),
                 Judged(edited, None, entry=moved),
-                Judged(edited, None, entry=entry),
+                Judged(derived, None, entry=rows[derived]),
             ],
         )
-        strict = verdicts(snap, MemoryTrustPolicy(), [Judged(clean, "evil-cli")])
-    assert [None, "quarantined", "read_model_mismatch", None] == [
-        None if v is None else v.reason for v in found
-    ]
+        strict = verdicts(snap, MemoryTrustPolicy(), [Judged(edited, "evil-cli", entry=moved)])
+    assert [
+        None,
+        ("quarantined", UNSET),
+        ("read_model_mismatch", UNSET),
+        ("tainted", foreign),
+    ] == [None if v is None else (v.reason, v.source) for v in found]
     assert ["untrusted_adapter"] == [v.reason for v in strict if v is not None]
 
 
