@@ -150,6 +150,8 @@ def read(
 ) -> Read[S]:
     """Select rows in one snapshot of `store`, judged under `reading.policy`; show them (only
     the trusted ones unless `reading.everything`); receipt the read for its reader."""
+    if not isinstance(store, MemoryView):
+        raise InvalidTypeError(f"store must be a MemoryView, not {type(store).__name__}")
     writable = None if reading.reader is None else writable_store(store)
     with store.snapshot() as found:
         snap = _model(found)
