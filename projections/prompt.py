@@ -23,6 +23,7 @@ from eventlog import Exclusion, InvalidTypeError
 from eventlog.checks import check_optional_actor
 from projections import reading, reads
 from projections.entries import MemoryEntry
+from projections.reads import Candidate
 from projections.trust import TRUSTED, MemoryTrustPolicy, active_trust_policy
 from projections.validation import check_limit, check_tags
 from projections.verdicts import Judged
@@ -128,38 +129,49 @@ def _prompt(tags: tuple[str, ...], limit: int) -> reading.Select[MemoryEntry]:
     """The `limit` best-ranked entries the policy trusts (`reads.prompt_candidates`), each
     judged in full (`projections.verdicts`) before it goes in: one its event does not bear
     out, or one tainted by a source upstream, is kept out and the next trusted entry takes
-    its place, however many ranked above it. The receipt names the first `REFUSED_SCAN` kept
-    out that way, then the refused candidates (untrusted, quarantined) ranked above the last
-    entry included, or any when the prompt is not full."""
+    its place, however many ranked above it. The receipt names, in rank order, the first
+    `REFUSED_SCAN` kept out that way, then the first `REFUSED_SCAN` refused candidates
+    (untrusted, quarantined): those ranked above the last entry included, or all of them
+    when the prompt is not full."""
 
     def select(judge: reading.Judge) -> reading.Selection[MemoryEntry]:
         verdicts: dict[int, Exclusion | None] = {}
         want = limit
         while True:
-            included, refused = reads.prompt_candidates(
+            trusted, refused = reads.prompt_candidates(
                 judge.snap,
                 tags=tags,
                 trusts=lambda adapter: judge.policy.refusal(adapter) is None,
                 limit=want,
                 refused_limit=REFUSED_SCAN,
             )
-            unchecked = [c.entry for c in included if c.entry.position not in verdicts]
+            unchecked = [c.entry for c in trusted if c.entry.position not in verdicts]
             judged = judge([Judged(e.position, e.source_adapter, entry=e) for e in unchecked])
             verdicts.update(zip([e.position for e in unchecked], judged, strict=True))
-            kept = [c.entry for c in included if verdicts[c.entry.position] is None]
-            if len(kept) >= limit or len(included) < want:
+            clean = sum(verdicts[c.entry.position] is None for c in trusted)
+            if clean >= limit or len(trusted) < want:
                 break
-            want = max(2 * want, limit + len(included) - len(kept))
-        replaced = [v for v in verdicts.values() if v is not None][:REFUSED_SCAN]
+            want = max(2 * want, limit + len(trusted) - clean)
+        shown: list[Candidate] = []
+        replaced: list[Exclusion] = []
+        for candidate in trusted:
+            if len(shown) == limit:
+                break
+            verdict = verdicts[candidate.entry.position]
+            if verdict is None:
+                shown.append(candidate)
+            else:
+                replaced.append(verdict)
+        if len(shown) == limit:
+            refused = [c for c in refused if c.rank > shown[-1].rank]
         passed = judge(
             [Judged(c.entry.position, c.entry.source_adapter, c.quarantined) for c in refused]
         )
-        shown = kept[:limit]
         return reading.Selection(
-            shown,
+            [c.entry for c in shown],
             [TRUSTED] * len(shown),
-            [(entry.position,) for entry in shown],
-            [*replaced, *(v for v in passed if v is not None)],
+            [(c.entry.position,) for c in shown],
+            [*replaced[:REFUSED_SCAN], *(v for v in passed if v is not None)],
         )
 
     return select

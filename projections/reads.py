@@ -45,10 +45,11 @@ class Reader(Protocol):
 
 
 class Candidate(NamedTuple):
-    """An entry ranked for the prompt path, with whether it is quarantined."""
+    """An entry ranked for the prompt path, with whether it is quarantined, and its rank."""
 
     entry: MemoryEntry
     quarantined: bool
+    rank: Rank
 
 
 def _marks(values: Sequence[object]) -> str:
@@ -158,8 +159,11 @@ def prompt_candidates(
     refused = refused[:refused_limit]
     found = _entries_by_id(db, [row[0] for _, row in trusted + refused])
     return (
-        [Candidate(found[row[0]], False) for _, row in trusted],
-        [Candidate(found[row[0]], bool(row[3] & sql.HIDDEN_QUARANTINED)) for _, row in refused],
+        [Candidate(found[row[0]], False, rank) for rank, row in trusted],
+        [
+            Candidate(found[row[0]], bool(row[3] & sql.HIDDEN_QUARANTINED), rank)
+            for rank, row in refused
+        ],
     )
 
 
