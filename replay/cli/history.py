@@ -68,9 +68,10 @@ def history_(
 ) -> int:
     """Every version of one fact or of all facts, with provenance and trust.
 
-    An agent (FACTLEDGER_ADAPTER set) sees the versions its trust policy trusts, and is told
-    on stderr how many were kept out; --all shows every version. Shows the newest --limit
-    versions, and says on stderr when it cut.
+    An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the versions its
+    trust policy trusts (none tainted or quarantined), and is told on stderr how many were
+    kept out; --all shows every version. An agent's read is receipted. Shows the newest
+    --limit versions, and says on stderr when it cut.
     """
     reader = Reader(session)
     found = history(session.log(), scope=scope, tag=tag, key=key, run_id=run, cache=session.cache())
@@ -95,8 +96,9 @@ def blame_(
 ) -> int:
     """Which event, producer and adapter set each current fact, with its trust.
 
-    An agent (FACTLEDGER_ADAPTER set) sees the lines its trust policy trusts, and is told on
-    stderr how many were kept out; --all shows every line.
+    An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the lines its
+    trust policy trusts, and is told on stderr how many were kept out; --all shows every
+    line. An agent's read is receipted.
     """
     reader = Reader(session)
     found = blame(session.log(), scope=scope, tag=tag, run_id=run, cache=session.cache())
@@ -126,9 +128,10 @@ def diff_(
 ) -> int:
     """Facts added, changed and removed between two positions, with their trust.
 
-    An agent (FACTLEDGER_ADAPTER set) sees the changes whose values its trust policy
-    trusts, and is told on stderr how many were kept out; --all shows every change. Each
-    list shows its first --limit rows; stderr says which lists were cut.
+    An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the changes whose
+    values its trust policy trusts, and is told on stderr how many were kept out; --all
+    shows every change. An agent's read is receipted. Each list shows its first --limit
+    rows; stderr says which lists were cut.
     """
     if from_position > to_position:
         raise InvalidInputError(f"FROM ({from_position}) is after TO ({to_position})")
@@ -167,9 +170,9 @@ def as_of_(
 ) -> int:
     """The knowledge base as it was at a position or time (give --position or --at).
 
-    Each row carries its trust as judged now. An agent (FACTLEDGER_ADAPTER set) sees the
-    rows its trust policy trusts, and is told on stderr how many were kept out; --all shows
-    every row.
+    Each row carries its trust as judged now. An agent (FACTLEDGER_ADAPTER set, or a login
+    bound to an adapter) sees the rows its trust policy trusts, and is told on stderr how
+    many were kept out; --all shows every row. An agent's read is receipted.
     """
     if (position is None) == (at is None):
         raise click.UsageError("give exactly one of --position and --at")

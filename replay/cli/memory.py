@@ -1,10 +1,12 @@
 """Memory and facts: share, query, add, list, remove.
 
 `add` and `share` take their text as an argument, as `-` (standard input) or with --file.
-Reads by an agent (an adapter in FACTLEDGER_ADAPTER) show what its trust policy trusts, with
-its own adapter's writes, each read receipted, and say on stderr how many rows they kept
-out; with --all they show every row. An operator (no adapter) sees every row. Every row
-shown is marked with its trust under the reader's policy.
+Reads by an agent (an adapter in FACTLEDGER_ADAPTER, or a PostgreSQL login bound to one)
+show what its trust policy trusts, with its own adapter's writes, and say on stderr how many
+rows they kept out; with --all they show every row. Each is receipted under the agent's
+task, run and adapter, through the one read path (`projections.reading`). An operator (no
+adapter) sees every row and writes nothing. Every row shown is marked with its trust under
+the reader's policy.
 """
 
 from __future__ import annotations
@@ -145,9 +147,9 @@ def share(
 def query(session: Session, tag: str, scope: str, raw: bool, show_all: bool) -> int:
     """Show the current facts under a tag (redacted unless --raw), each with its trust.
 
-    An agent (FACTLEDGER_ADAPTER set) sees each key's newest version its trust policy
-    trusts, and is told on stderr how many versions were kept out; --all shows the current
-    versions whatever wrote them.
+    An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees each key's newest
+    version its trust policy trusts, and is told on stderr how many versions were kept out;
+    --all shows the current versions whatever wrote them. An agent's read is receipted.
     """
     session.needs_run(scope)
     reader = Reader(session)
@@ -235,9 +237,10 @@ def list_(
 ) -> int:
     """List visible memory entries, newest first, each with its trust.
 
-    An agent (FACTLEDGER_ADAPTER set) sees the entries its trust policy trusts, and is told
-    on stderr how many newer ones were kept out; --all shows every entry. Says on stderr
-    when --limit cut the list.
+    An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the entries its
+    trust policy trusts, and is told on stderr how many newer ones were kept out; --all
+    shows every entry. An agent's read is receipted. Says on stderr when --limit cut the
+    list.
     """
     reader = Reader(session)
     allowed = check_allow_list(list(adapters) or None)
