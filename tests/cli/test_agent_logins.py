@@ -82,14 +82,8 @@ def test_an_agent_reads_through_a_new_host_cache(
 
 
 @pytest.mark.parametrize("named", [True, False], ids=["adapter-named", "adapter-from-login"])
-@pytest.mark.parametrize("command", READS, ids=[" ".join(c) for c in READS])
 def test_a_bound_login_reads_and_each_read_is_receipted_under_its_adapter(
-    cli: Cli,
-    seeded: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    command: tuple[str, ...],
-    named: bool,
+    cli: Cli, seeded: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, named: bool
 ) -> None:
     """Through its own host cache, a login bound to codex runs every read, whether
     FACTLEDGER_ADAPTER names codex or nothing (the login's binding is the reader's adapter):
@@ -97,19 +91,20 @@ def test_a_bound_login_reads_and_each_read_is_receipted_under_its_adapter(
     if named:
         monkeypatch.setenv("FACTLEDGER_ADAPTER", "codex")
     cache = str(tmp_path / "agent" / "cache.db")
-    before = len(events(seeded))
-    read = cli(*command, "--json", "--dsn", seeded, db_path=cache)
-    assert 0 == read.code, read.err
-    assert ("POISON" in read.out) == ("--all" in command)
-    appended = events(seeded)[before:]
-    assert 1 == len(appended)
-    [receipt] = appended
-    assert isinstance(receipt.payload, RecallRecorded)
-    assert ("review-2", "codex", "codex") == (
-        receipt.producer_task_id,
-        receipt.source_adapter,
-        receipt.payload.adapter,
-    )
+    for command in READS:
+        before = len(events(seeded))
+        read = cli(*command, "--json", "--dsn", seeded, db_path=cache)
+        assert 0 == read.code, f"{command}: {read.err}"
+        assert ("POISON" in read.out) == ("--all" in command), command
+        appended = events(seeded)[before:]
+        assert 1 == len(appended), command
+        [receipt] = appended
+        assert isinstance(receipt.payload, RecallRecorded), command
+        assert ("review-2", "codex", "codex") == (
+            receipt.producer_task_id,
+            receipt.source_adapter,
+            receipt.payload.adapter,
+        ), command
 
 
 def test_a_bound_login_writes_as_its_adapter_and_refuses_another_in_one_line(
