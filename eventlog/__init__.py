@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from eventlog.backend import (
+    BoundLog,
     Durability,
     EventLog,
     Head,
@@ -71,6 +72,7 @@ __all__ = [
     "ON_CONFLICT",
     "OPERATOR_KINDS",
     "Authorization",
+    "BoundLog",
     "ChainBreak",
     "ChainReport",
     "ChainWalker",

@@ -81,3 +81,14 @@ class EventLog(Protocol):
     def head(self) -> Head: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class BoundLog(Protocol):
+    """A log that binds the role it connects as to one adapter, and refuses that role's
+    events naming any other (a PostgreSQL login made by `pg add-agent`)."""
+
+    @property
+    def bound_adapter(self) -> str | None:
+        """The adapter this handle's role may write as, or None when it is bound to none."""
+        ...

@@ -91,6 +91,7 @@ class _Statements(NamedTuple):
         " WHERE position > %s AND position <= %s ORDER BY position LIMIT %s"
     )
     meta: str = "SELECT value FROM {schema}.meta WHERE name = %s"
+    binding: str = "SELECT adapter FROM {schema}.agents WHERE role = session_user"
     lock_holder: str = (
         "SELECT l.pid, a.state, extract(epoch FROM clock_timestamp() - a.state_change)::float8"
         " FROM {schema}.head h"
@@ -212,6 +213,7 @@ class PostgresEventLog:
         self._conn: Connection | None = self._first_connection()
         try:
             self._log_id = self._ensure_schema()
+            self._bound_adapter = self._binding()
         except BaseException:
             self.close()
             raise
@@ -333,7 +335,22 @@ class PostgresEventLog:
             )
         return str(meta["log_id"])
 
+    def _binding(self) -> str | None:
+        """The adapter this session's role is bound to (`pg add-agent`), if any: bindings are
+        never changed, so it is read once."""
+        try:
+            row = self._live().execute(self._sql.binding).fetchone()
+        except psycopg.Error as exc:
+            raise translate(exc, "open", self._where) from None
+        return None if row is None else str(row[0])
+
     # -- properties ----------------------------------------------------------------------
+
+    @property
+    def bound_adapter(self) -> str | None:
+        """The adapter the database lets this handle's role write as, or None when it binds
+        the role to none: every event this handle appends must name it."""
+        return self._bound_adapter
 
     @property
     def log_id(self) -> str:

@@ -303,6 +303,11 @@ class SQLiteEventLog:
         return self._read_only
 
     @property
+    def bound_adapter(self) -> str | None:
+        """None: a file binds no adapter (whoever may write it writes as any)."""
+        return None
+
+    @property
     def path(self) -> str:
         """The database path, or `:memory:`."""
         return self._path

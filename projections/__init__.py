@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from eventlog import __version__
-from projections import conflicts, inquiries, lineage
+from projections import conflicts, inquiries, lineage, reading
 from projections.agent_reads import (
-    TRUSTED,
     AgentEntries,
     AgentFacts,
     AgentIdentity,
+    agent_reading,
     policy_for,
     read_entries,
     read_facts,
     read_history,
     recall,
-    trust_of,
 )
 from projections.cache import CacheProjection, linked_events, open_read_model
 from projections.comparison import Drift, DriftReport, checkpoint_drift, read_model_drift
@@ -22,7 +21,13 @@ from projections.drift import READ_MODEL_MISMATCH
 from projections.entries import Fact, MemoryEntry
 from projections.errors import CacheRefusedError, LegacyImportError, SyncTimeoutError
 from projections.kb import CrossTaskKB, PublishCounter, get_global_counter
-from projections.knowledge import Identity, KnowledgeProjector, fact_identity, matching_positions
+from projections.knowledge import (
+    Identity,
+    KnowledgeProjector,
+    fact_identity,
+    matching_positions,
+    run_key,
+)
 from projections.legacy import LegacyFile, holds_legacy_table, legacy_events
 from projections.lineage import LineageProjector
 from projections.projector import (
@@ -42,12 +47,20 @@ from projections.sql import ScratchDatabase
 from projections.store import SQLiteMemoryStore
 from projections.tables import table_digest, table_exists, table_rows
 from projections.taint import TAINTED, taint
-from projections.trust import MemoryTrustPolicy, active_trust_policy
+from projections.trust import (
+    QUARANTINED,
+    TRUSTED,
+    UNTAGGED_NOT_TRUSTED,
+    UNTRUSTED_ADAPTER,
+    MemoryTrustPolicy,
+    active_trust_policy,
+)
 from projections.validation import (
     MEMORY_TYPES,
     SCOPES,
     MemoryType,
     Scope,
+    check_allow_list,
     check_key,
     check_scope,
     check_tag,
@@ -63,10 +76,13 @@ from projections.visible import escape_invisible
 
 __all__ = [
     "MEMORY_TYPES",
+    "QUARANTINED",
     "READ_MODEL_MISMATCH",
     "SCOPES",
     "TAINTED",
     "TRUSTED",
+    "UNTAGGED_NOT_TRUSTED",
+    "UNTRUSTED_ADAPTER",
     "AgentEntries",
     "AgentFacts",
     "AgentIdentity",
@@ -102,7 +118,9 @@ __all__ = [
     "TableWriter",
     "__version__",
     "active_trust_policy",
+    "agent_reading",
     "batches",
+    "check_allow_list",
     "check_key",
     "check_scope",
     "check_tag",
@@ -128,14 +146,15 @@ __all__ = [
     "read_history",
     "read_model_at_head",
     "read_model_drift",
+    "reading",
     "recall",
     "recall_memory",
     "redact_value",
     "render",
+    "run_key",
     "table_digest",
     "table_exists",
     "table_rows",
     "taint",
-    "trust_of",
     "view_at",
 ]

@@ -396,6 +396,12 @@ class CacheTransaction:
         """Append `events` in one transaction of the log, which commits here (the enclosing
         `with` cannot undo it), then fold them into the cache before returning."""
         self.end_read()
+        if self._projection.database.in_transaction:
+            raise StorageError(
+                f"cannot append through the cache {self._projection.database.path} while a "
+                "read of it is open on this handle (a snapshot): the cache folds each append, "
+                "which it cannot do inside a read; end the read first. Nothing was appended"
+            )
         records = self._projection._log.append_many(events)
         if records:
             last = max(records, key=lambda record: record.position)

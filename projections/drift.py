@@ -17,11 +17,22 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Sequence
+from typing import assert_never
 
 from eventlog import (
+    ConflictPolicySet,
     CorruptLogError,
+    FactApproved,
     FactPublished,
+    FactRejected,
     MemoryAdded,
+    MemoryRemoved,
+    MemoryReweighted,
+    OperatorAdded,
+    OperatorRemoved,
+    QuarantineApplied,
+    QuarantineReleased,
+    RecallRecorded,
     RecordedEvent,
 )
 from eventlog.logs import get_logger
@@ -45,21 +56,35 @@ def entry_problems(entry: MemoryEntry, record: RecordedEvent | None) -> tuple[st
     payload = record.payload
     own_producer = record.producer_task_id or None
     imported = False
-    if isinstance(payload, FactPublished):
-        kind, text = "cross_task", payload.value
-        writers = [(record.source_adapter, own_producer)]
-    elif isinstance(payload, MemoryAdded):
-        kind, text = payload.type, payload.content
-        claims = claims_of(payload)
-        imported = claims is not None
-        if claims is None:
-            writers = [(record.source_adapter, payload.task_id)]
-        else:
+    match payload:
+        case FactPublished():
+            kind, text = "cross_task", payload.value
             writers = [(record.source_adapter, own_producer)]
-            if authorization_of(payload) is not None:
-                writers.append((claims.source_adapter, claims.task_id))
-    else:
-        return ("event",)
+        case MemoryAdded():
+            kind, text = payload.type, payload.content
+            claims = claims_of(payload)
+            imported = claims is not None
+            if claims is None:
+                writers = [(record.source_adapter, payload.task_id)]
+            else:
+                writers = [(record.source_adapter, own_producer)]
+                if authorization_of(payload) is not None:
+                    writers.append((claims.source_adapter, claims.task_id))
+        case (
+            MemoryRemoved()
+            | MemoryReweighted()
+            | RecallRecorded()
+            | QuarantineApplied()
+            | QuarantineReleased()
+            | OperatorAdded()
+            | OperatorRemoved()
+            | ConflictPolicySet()
+            | FactApproved()
+            | FactRejected()
+        ):
+            return ("event",)
+        case _:
+            assert_never(payload)
     wrong = []
     if entry.content != text or not same_text(entry.content_hash, record.content_hash):
         wrong.append("content")

@@ -57,8 +57,9 @@ RUN_ID = Setting(
 ADAPTER = Setting(
     ("FACTLEDGER_ADAPTER", "BERNSTEIN_ADAPTER"),
     "",
-    "the source adapter stamped on the command line's writes (none: an operator write); "
-    "set, `query`, `list` and `history` read as that agent, under the trust policy",
+    "the source adapter stamped on the command line's writes (none: an operator write, or "
+    "with a DSN the login's bound adapter); set, `query`, `list`, `history`, `blame`, `diff` "
+    "and `as-of` read as that agent, under the trust policy, receipted",
 )
 OPERATOR_KEY = Setting(
     ("FACTLEDGER_OPERATOR_KEY",),

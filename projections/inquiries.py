@@ -35,9 +35,17 @@ def fact_blame(
     return db.execute(sql.FACT_BLAME.format(filters=filters), params)
 
 
-def current_fact_values(db: Readable) -> dict[Identity, tuple[int, str]]:
-    """Each fact identity's current (position, value)."""
-    return {(r[0], r[1], r[2], r[3]): (r[4], r[5]) for r in db.execute(sql.FACT_CURRENT_VALUES)}
+def current_fact_values(db: Readable) -> dict[Identity, tuple[int, str, str | None]]:
+    """Each fact identity's current (position, value, source adapter)."""
+    return {
+        (r[0], r[1], r[2], r[3]): (r[4], r[5], r[6]) for r in db.execute(sql.FACT_CURRENT_VALUES)
+    }
+
+
+def held_among(db: Readable, positions: Sequence[int]) -> set[int]:
+    """The fact versions among `positions` a conflict policy held or denied (never current
+    when published)."""
+    return {row[0] for row in over_positions(db, sql.HELD_AMONG, positions)}
 
 
 def quarantine_state(db: Readable, position: int) -> tuple[str, int | None] | None:

@@ -16,7 +16,7 @@ from msgspec import UNSET
 from eventlog import FactPublished, InvalidInputError, InvalidTypeError, NewEvent, RecordedEvent
 from eventlog.checks import check_actor, check_content, check_optional_actor, check_positions
 from eventlog.logs import get_logger
-from projections import reads, sql
+from projections import reading, reads, sql
 from projections.entries import Fact
 from projections.knowledge import fact_identity, run_key
 from projections.lineage import check_sources
@@ -200,7 +200,10 @@ class CrossTaskKB:
 
         Scope 'run' sees this facade's run only; 'project' sees project facts of every run.
         Allow-list as in the store: None reads all, a list reads only those adapters (the
-        newest version each wrote), and [] reads nothing.
+        newest version each wrote), and [] reads nothing. Values come back as stored, with
+        no trust policy applied (the prompt path and agents' reads apply one). Through a
+        store that writes, the read is receipted, as this facade's task, run and adapter
+        (`projections.reading`); a read-only view writes nothing.
         """
         checked_tag = check_tag(tag)
         checked_scope = self._scope(scope)
@@ -208,9 +211,21 @@ class CrossTaskKB:
         if adapters == ():
             return iter(())
         identity = (checked_scope, run_key(checked_scope, self._run_id), checked_tag)
-        with self._store.snapshot() as snap:
-            facts = reads.current_facts(snap, identity, adapters)
-        return self._counted(facts)
+        if self._store.read_only:
+            with self._store.snapshot() as snap:
+                return self._counted(reads.current_facts(snap, identity, adapters))
+        reader = reading.NamedReader.of(
+            self._store, self._producer_task_id, self._run_id, self._source_adapter
+        )
+        found = reading.read(
+            self._store,
+            reading.Reading(reader, reading.UNFILTERED, everything=True),
+            reading.current_facts(identity, adapters),
+            tags=(checked_tag,),
+            limit=reading.NO_LIMIT,
+            show=reading.shown_as_stored,
+        )
+        return self._counted(found.shown)
 
     def _counted(self, facts: list[Fact]) -> Iterator[Fact]:
         for fact in facts:

@@ -15,6 +15,7 @@ keep a version by an adapter that does not own the fact from becoming current
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import assert_never
 
 import msgspec
 
@@ -30,6 +31,7 @@ from eventlog import (
     OperatorRemoved,
     QuarantineApplied,
     QuarantineReleased,
+    RecallRecorded,
     RecordedEvent,
 )
 from eventlog.signing import claims_of
@@ -76,48 +78,49 @@ class KnowledgeProjector:
         facts: list[tuple[RecordedEvent, FactPublished]] = []
         for record in records:
             payload = record.payload
-            if isinstance(payload, MemoryAdded):
-                if facts:
-                    _publish(writer, facts)
-                    facts = []
-                row = self._entry_row(writer, record, payload)
-                if row is not None:
-                    entries.append(row)
-                    tags.extend((tag, payload.importance, record.position) for tag in payload.tags)
-                continue
-            if entries:
+            if entries and not isinstance(payload, MemoryAdded):
                 _insert_entries(writer, entries, tags)
                 entries, tags = [], []
-            if isinstance(payload, FactPublished):
-                facts.append((record, payload))
-                continue
-            if facts:
+            if facts and not isinstance(payload, FactPublished):
                 _publish(writer, facts)
                 facts = []
-            if isinstance(payload, MemoryRemoved):
-                _remove(writer, payload.entry_ids)
-            elif isinstance(payload, MemoryReweighted):
-                writer.execute(sql.MEMORY_REWEIGHT, (payload.factor,))
-                writer.execute(sql.TAG_REWEIGHT, (payload.factor,))
-            elif isinstance(payload, QuarantineApplied):
-                if self._authority.permits(writer, record):
-                    _quarantine(writer, record.position, payload)
-            elif isinstance(payload, QuarantineReleased):
-                if self._authority.permits(writer, record):
-                    _release(writer, record.position, payload.quarantine_position)
-            elif isinstance(payload, OperatorAdded):
-                self._authority.add(writer, record, payload)
-            elif isinstance(payload, OperatorRemoved):
-                self._authority.remove(writer, record, payload)
-            elif isinstance(payload, ConflictPolicySet):
-                if self._authority.permits(writer, record):
-                    conflicts.set_policy(writer, record.position, payload)
-            elif isinstance(payload, (FactApproved, FactRejected)) and self._authority.permits(
-                writer, record
-            ):
-                approved = conflicts.decide(writer, record.position, payload)
-                if approved is not None:
-                    _publish(writer, [approved], admitted=True)
+            match payload:
+                case MemoryAdded():
+                    row = self._entry_row(writer, record, payload)
+                    if row is not None:
+                        entries.append(row)
+                        tags.extend(
+                            (tag, payload.importance, record.position) for tag in payload.tags
+                        )
+                case FactPublished():
+                    facts.append((record, payload))
+                case MemoryRemoved():
+                    _remove(writer, payload.entry_ids)
+                case MemoryReweighted():
+                    writer.execute(sql.MEMORY_REWEIGHT, (payload.factor,))
+                    writer.execute(sql.TAG_REWEIGHT, (payload.factor,))
+                case QuarantineApplied():
+                    if self._authority.permits(writer, record):
+                        _quarantine(writer, record.position, payload)
+                case QuarantineReleased():
+                    if self._authority.permits(writer, record):
+                        _release(writer, record.position, payload.quarantine_position)
+                case OperatorAdded():
+                    self._authority.add(writer, record, payload)
+                case OperatorRemoved():
+                    self._authority.remove(writer, record, payload)
+                case ConflictPolicySet():
+                    if self._authority.permits(writer, record):
+                        conflicts.set_policy(writer, record.position, payload)
+                case FactApproved() | FactRejected():
+                    if self._authority.permits(writer, record):
+                        approved = conflicts.decide(writer, record.position, payload)
+                        if approved is not None:
+                            _publish(writer, [approved], admitted=True)
+                case RecallRecorded():
+                    pass  # receipts are the receipt and lineage projectors' to fold
+                case _:
+                    assert_never(payload)
         if entries:
             _insert_entries(writer, entries, tags)
         if facts:

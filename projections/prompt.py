@@ -19,25 +19,15 @@ from collections.abc import Sequence
 
 import msgspec
 
-from eventlog import (
-    Exclusion,
-    InvalidTypeError,
-    NewEvent,
-    ReadOnlyStoreError,
-    RecallRecorded,
-    content_hash,
-)
+from eventlog import Exclusion, InvalidTypeError
 from eventlog.checks import check_optional_actor
-from projections import reads
-from projections.drift import READ_MODEL_MISMATCH, unconfirmed_entries
+from projections import reading, reads
 from projections.entries import MemoryEntry
-from projections.projector import ModelSnapshot
 from projections.reads import Candidate
-from projections.store import SQLiteMemoryStore
-from projections.taint import TAINTED, taint
-from projections.trust import MemoryTrustPolicy, active_trust_policy
+from projections.trust import TRUSTED, MemoryTrustPolicy, active_trust_policy
 from projections.validation import check_limit, check_tags
-from projections.view import READ_ONLY, MemoryView
+from projections.verdicts import Judged
+from projections.view import MemoryView
 from projections.visible import escape_invisible
 
 MAX_TILDE_RUN = 32
@@ -57,14 +47,9 @@ PREAMBLE = (
     f"than {MAX_TILDE_RUN} ~ is shown as \\u{{007E}}{{N}}."
 )
 REFUSED_SCAN = 200
-"""How many refused candidates a receipt names at most."""
+"""How many refused candidates a receipt names at most, and how many entries it names that
+were kept out in their place (tainted, mismatched)."""
 
-UNTRUSTED_ADAPTER = "untrusted_adapter"
-UNTAGGED_NOT_TRUSTED = "untagged_not_trusted"
-QUARANTINED = "quarantined"
-UNSIGNED_IMPORT = "unsigned_import"
-"""The reason for an import no operator key signed: its claims are only claims, so no policy
-trusts it, whatever adapter it claims or its importer has."""
 UNSIGNED_SOURCE = "unsigned-import"
 """The source a rendered block names for an import no operator signed (shown only when the
 policy is off), never `operator`."""
@@ -98,7 +83,8 @@ def load_persistent_memory(
     """The 'Persistent Memory' prompt section for a task, or '' when nothing is trusted.
 
     Uses the environment's policy (`active_trust_policy`) unless one is given, and appends a
-    recall receipt naming what was included and what was kept out.
+    recall receipt naming what was included and what was kept out, under the reader's
+    `adapter` (the store's own when None).
     """
     return recall_memory(
         store,
@@ -122,10 +108,7 @@ def recall_memory(
     adapter: str | None = None,
 ) -> Recall:
     """`load_persistent_memory`, returning its receipt (position, included, excluded) too."""
-    if not isinstance(store, SQLiteMemoryStore):
-        if isinstance(store, MemoryView):
-            raise ReadOnlyStoreError(READ_ONLY)
-        raise InvalidTypeError(f"store must be a SQLiteMemoryStore, not {type(store).__name__}")
+    reading.writable_store(store)
     if trust_policy is not None and not isinstance(trust_policy, MemoryTrustPolicy):
         raise InvalidTypeError(
             f"trust_policy must be a MemoryTrustPolicy, not {type(trust_policy).__name__}"
@@ -135,97 +118,84 @@ def recall_memory(
     count = check_limit(limit)
     for name, value in (("task_id", task_id), ("run_id", run_id), ("adapter", adapter)):
         check_optional_actor(name, value)
-    trust = (policy.trust_untagged, tuple(sorted(policy.trusted_adapters)))
-    with store.snapshot() as snap:
-        head = snap.head().position
-        included, refused, mismatched, tainted = _checked_candidates(
-            snap, wanted, trust if policy.enabled else None, count, policy
-        )
-    text = render([c.entry for c in included])
-    receipt = RecallRecorded(
-        task_id=task_id,
-        run_id=run_id,
-        adapter=adapter,
+    reader = reading.NamedReader.of(store, task_id, run_id, adapter)
+    found = reading.read(
+        store,
+        reading.Reading(reader, policy),
+        _prompt(wanted, count),
         tags=wanted,
         limit=count,
-        included=tuple(c.entry.position for c in included),
-        excluded=(
-            *(Exclusion(position=p, reason=READ_MODEL_MISMATCH) for p in mismatched),
-            *(Exclusion(position=p, reason=TAINTED, source=s) for p, s in tainted.items()),
-            *_exclusions(refused),
-        ),
-        policy=policy.settings(),
-        head_position=head,
-        rendered_hash=content_hash(text.encode("utf-8")),
+        show=_rendered,
     )
-    with store.write_transaction() as tx:
-        recorded = tx.append(
-            [NewEvent(payload=receipt, producer_task_id=task_id or "", run_id=run_id)]
-        )
+    assert found.receipt_position is not None
     return Recall(
-        text=text,
-        receipt_position=recorded[0].position,
-        included=receipt.included,
-        excluded=receipt.excluded,
+        text=found.shown,
+        receipt_position=found.receipt_position,
+        included=found.included,
+        excluded=tuple(found.kept_out[: reading.NAMED_EXCLUSIONS]),
     )
 
 
-def _checked_candidates(
-    snap: ModelSnapshot,
-    tags: tuple[str, ...],
-    trust: tuple[bool, Sequence[str]] | None,
-    limit: int,
-    policy: MemoryTrustPolicy,
-) -> tuple[list[Candidate], list[Candidate], list[int], dict[int, int]]:
-    """`reads.prompt_candidates`, each included entry checked against its event in `snap`
-    and its lineage first: one its event does not bear out, or one tainted by a source
-    upstream (`projections.taint`), is kept out, and the next trusted entry takes its place
-    (up to `REFUSED_SCAN` replacements). Returns the included, the refused, the positions
-    kept out as mismatched, and those kept out as tainted with their sources."""
-    mismatched: list[int] = []
-    tainted: dict[int, int] = {}
-    confirmed: set[int] = set()
-    while True:
-        included, refused = reads.prompt_candidates(
-            snap,
-            tags=tags,
-            trust=trust,
-            limit=limit + len(mismatched) + len(tainted),
-            refused_limit=REFUSED_SCAN,
+def _prompt(tags: tuple[str, ...], limit: int) -> reading.Select[MemoryEntry]:
+    """The `limit` best-ranked entries the policy trusts (`reads.prompt_candidates`), each
+    judged in full (`projections.verdicts`) before it goes in: one its event does not bear
+    out, or one tainted by a source upstream, is kept out and the next trusted entry takes
+    its place, however many ranked above it. The receipt names, in rank order, the first
+    `REFUSED_SCAN` kept out that way, then the first `REFUSED_SCAN` refused candidates
+    (untrusted, quarantined): those ranked above the last entry included, or all of them
+    when the prompt is not full."""
+
+    def select(judge: reading.Judge) -> reading.Selection[MemoryEntry]:
+        verdicts: dict[int, Exclusion | None] = {}
+        want = limit
+        while True:
+            trusted, refused = reads.prompt_candidates(
+                judge.snap,
+                tags=tags,
+                trusts=lambda adapter, unsigned: (
+                    judge.policy.refusal(adapter, unsigned_import=unsigned) is None
+                ),
+                limit=want,
+                refused_limit=REFUSED_SCAN,
+            )
+            unchecked = [c.entry for c in trusted if c.entry.position not in verdicts]
+            judged = judge([Judged(e.position, e.source_adapter, entry=e) for e in unchecked])
+            verdicts.update(zip([e.position for e in unchecked], judged, strict=True))
+            clean = sum(verdicts[c.entry.position] is None for c in trusted)
+            if clean >= limit or len(trusted) < want:
+                break
+            want = max(2 * want, limit + len(trusted) - clean)
+        shown: list[Candidate] = []
+        replaced: list[Exclusion] = []
+        for candidate in trusted:
+            if len(shown) == limit:
+                break
+            verdict = verdicts[candidate.entry.position]
+            if verdict is None:
+                shown.append(candidate)
+            else:
+                replaced.append(verdict)
+        if len(shown) == limit:
+            refused = [c for c in refused if c.rank > shown[-1].rank]
+        passed = judge(
+            [
+                Judged(c.entry.position, c.entry.source_adapter, c.quarantined, c.entry)
+                for c in refused
+            ]
         )
-        unchecked = [
-            c.entry
-            for c in included
-            if c.entry.position not in confirmed
-            and c.entry.position not in mismatched
-            and c.entry.position not in tainted
-        ]
-        found = unconfirmed_entries(snap, unchecked)
-        sources = taint(snap, [e.position for e in unchecked if e.position not in found], policy)
-        confirmed.update(
-            e.position for e in unchecked if e.position not in found and e.position not in sources
+        return reading.Selection(
+            [c.entry for c in shown],
+            [TRUSTED] * len(shown),
+            [(c.entry.position,) for c in shown],
+            [*replaced[:REFUSED_SCAN], *(v for v in passed if v is not None)],
         )
-        mismatched.extend(found)
-        tainted.update(sources)
-        if (not found and not sources) or len(mismatched) + len(tainted) >= REFUSED_SCAN:
-            kept = [c for c in included if c.entry.position in confirmed]
-            return kept[:limit], refused, mismatched, tainted
+
+    return select
 
 
-def _exclusions(refused: list[Candidate]) -> tuple[Exclusion, ...]:
-    """Refused candidates that would have been in the prompt had they been trusted: those
-    ranked above the last entry included (any, when the prompt is not full)."""
-    return tuple(Exclusion(position=c.entry.position, reason=_reason(c)) for c in refused)
-
-
-def _reason(candidate: Candidate) -> str:
-    if candidate.quarantined:
-        return QUARANTINED
-    if candidate.entry.unsigned_import:
-        return UNSIGNED_IMPORT
-    if candidate.entry.source_adapter is None:
-        return UNTAGGED_NOT_TRUSTED
-    return UNTRUSTED_ADAPTER
+def _rendered(entries: list[MemoryEntry]) -> tuple[str, bytes]:
+    text = render(entries)
+    return text, text.encode("utf-8")
 
 
 def visible(text: str) -> str:

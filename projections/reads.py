@@ -45,10 +45,11 @@ class Reader(Protocol):
 
 
 class Candidate(NamedTuple):
-    """An entry ranked for the prompt path, with whether it is quarantined."""
+    """An entry ranked for the prompt path, with whether it is quarantined, and its rank."""
 
     entry: MemoryEntry
     quarantined: bool
+    rank: Rank
 
 
 def _marks(values: Sequence[object]) -> str:
@@ -131,7 +132,7 @@ def prompt_candidates(
     db: Readable,
     *,
     tags: Sequence[str],
-    trust: tuple[bool, Sequence[str]] | None,
+    trusts: Callable[[str | None, bool], bool],
     limit: int,
     refused_limit: int,
 ) -> tuple[list[Candidate], list[Candidate]]:
@@ -139,9 +140,21 @@ def prompt_candidates(
     quarantined) among those ranked above the last trusted one (among all, when fewer than
     `limit` are trusted). One ranked pass serves both.
 
-    `trust` is (trust_untagged, trusted_adapters), or None when the policy is disabled.
+    `trusts(adapter, unsigned_import)` says whether the policy trusts what was written under
+    an adapter (None: none), by an import no operator signed or not; it is asked once per
+    pair.
     """
-    admitted = _trusted(trust)
+    verdicts: dict[tuple[str | None, bool], bool] = {}
+
+    def admitted(row: Row) -> bool:
+        if row[3]:
+            return False
+        writer = (row[4], bool(row[5]))
+        found = verdicts.get(writer)
+        if found is None:
+            found = verdicts[writer] = trusts(*writer)
+        return found
+
     trusted: list[tuple[Rank, Row]] = []
     refused: list[tuple[Rank, Row]] = []
     for item in _ranked(db, tags, sql.FILTER_NOT_SUPERSEDED, [], limit, admitted):
@@ -149,8 +162,11 @@ def prompt_candidates(
     refused = refused[:refused_limit]
     found = _entries_by_id(db, [row[0] for _, row in trusted + refused])
     return (
-        [Candidate(found[row[0]], False) for _, row in trusted],
-        [Candidate(found[row[0]], bool(row[3] & sql.HIDDEN_QUARANTINED)) for _, row in refused],
+        [Candidate(found[row[0]], False, rank) for rank, row in trusted],
+        [
+            Candidate(found[row[0]], bool(row[3] & sql.HIDDEN_QUARANTINED), rank)
+            for rank, row in refused
+        ],
     )
 
 
@@ -170,18 +186,6 @@ def _entries_by_id(db: Readable, ids: Sequence[int]) -> dict[int, MemoryEntry]:
 
 def _everything(row: Row) -> bool:
     return True
-
-
-def _trusted(trust: tuple[bool, Sequence[str]] | None) -> Callable[[Row], bool]:
-    """Whether a ranked row may reach a prompt: visible, and trusted unless the policy is off
-    (never an import no operator signed)."""
-    if trust is None:
-        return lambda row: row[3] == 0
-    untagged, adapters = trust
-    allowed = frozenset(adapters)
-    return lambda row: (
-        row[3] == 0 and not row[5] and (untagged if row[4] is None else row[4] in allowed)
-    )
 
 
 def _ranked(

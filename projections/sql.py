@@ -423,9 +423,10 @@ FACT_BLAME = (
     "ON f.position = c.position WHERE 1{filters} ORDER BY c.scope, c.run_key, c.tag, c.key"
 )
 FACT_CURRENT_VALUES = (
-    "SELECT c.scope, c.run_key, c.tag, c.key, f.position, f.value FROM fl_fact_current c "
-    "JOIN fl_fact f ON f.position = c.position"
+    "SELECT c.scope, c.run_key, c.tag, c.key, f.position, f.value, f.source_adapter "
+    "FROM fl_fact_current c JOIN fl_fact f ON f.position = c.position"
 )
+HELD_AMONG = "SELECT position FROM fl_fact_held WHERE position IN ({marks})"
 FACT_FILTER_SCOPE = " AND f.scope = ?"
 FACT_FILTER_TAG = " AND f.tag = ?"
 FACT_FILTER_KEY = " AND f.key = ?"

@@ -12,6 +12,7 @@ from typing import Any
 from msgspec import UNSET
 
 from eventlog import (
+    BoundLog,
     Durability,
     EventLog,
     EventPayload,
@@ -21,6 +22,7 @@ from eventlog import (
     MemoryRemoved,
     MemoryReweighted,
     NewEvent,
+    PermissionDeniedError,
     RecordedEvent,
     open_log,
 )
@@ -64,7 +66,9 @@ class SQLiteMemoryStore(MemoryView):
     `postgresql://` DSN, another SQLite file, or an open `EventLog`), `db_path` names this
     host's read-model cache instead: it tails that log, and an append commits in the log
     before the cache folds it (`projections.cache`). A `source_adapter` given here is
-    stamped on every write through this handle that names none of its own; `producer_task_id`
+    stamped on every write through this handle that names none of its own (without one, a
+    PostgreSQL login bound to an adapter writes as that adapter, and a login bound to
+    another refuses to open: `PermissionDeniedError`); `producer_task_id`
     and `run_id` likewise, on its removals, prunes, decays, legacy import and adds without a
     task, so every event names its actor.
     """
@@ -100,6 +104,7 @@ class SQLiteMemoryStore(MemoryView):
         cache = None if log is None else db_path
         resources: builtins.list[Any] = [self._log] if owned else []
         try:
+            self._source_adapter = _bound(self._log, self._source_adapter)
             self._projection = open_read_model(
                 self._log, default_projectors(self._log.log_id), cache=cache
             )
@@ -318,6 +323,18 @@ class SQLiteMemoryStore(MemoryView):
 
     def __enter__(self) -> SQLiteMemoryStore:
         return self
+
+
+def _bound(event_log: EventLog, adapter: str | None) -> str | None:
+    """The adapter a handle writes as: `adapter`, else the one the log binds its role to. A
+    log that binds the role to another refuses every event this handle would append."""
+    bound = event_log.bound_adapter if isinstance(event_log, BoundLog) else None
+    if bound is None or adapter in (None, bound):
+        return bound or adapter
+    raise PermissionDeniedError(
+        f"this login is bound to adapter {bound!r}: the log refuses its events under "
+        f"adapter {adapter!r}; name {bound!r} or no adapter, or connect as another role"
+    )
 
 
 def _type_name(value: object) -> str:

@@ -59,13 +59,13 @@ def _bad_sources(
         record = next(snap.read(position - 1, position), None) if position <= head else None
         row = rows.get(position)
         entry = None if row is None else entry_from_row(row)
+        unsigned = is_unsigned_import(record.payload) if record is not None else False
         if record is None or (
-            policy.enabled
-            and (
-                not _trusted(policy, record.source_adapter)
-                or is_unsigned_import(record.payload)
-                or (entry is not None and entry.unsigned_import)
+            policy.refusal(
+                record.source_adapter,
+                unsigned_import=unsigned or (entry is not None and entry.unsigned_import),
             )
+            is not None
         ):
             bad.add(position)
             continue
@@ -77,9 +77,3 @@ def _bad_sources(
                 )
                 bad.add(position)
     return bad
-
-
-def _trusted(policy: MemoryTrustPolicy, adapter: str | None) -> bool:
-    if adapter is None:
-        return policy.trust_untagged
-    return adapter in policy.trusted_adapters

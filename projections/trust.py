@@ -8,6 +8,7 @@ unless switched off.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -15,6 +16,17 @@ from eventlog import InvalidTypeError, TrustSettings
 from eventlog.checks import check_identifier
 from projections import environment
 from projections.entries import MemoryEntry
+
+TRUSTED = "trusted"
+"""The verdict on a row a reader under the policy may see."""
+UNTRUSTED_ADAPTER = "untrusted_adapter"
+"""Why a row written under an adapter the policy does not name is kept out."""
+UNTAGGED_NOT_TRUSTED = "untagged_not_trusted"
+"""Why a row written under no adapter is kept out by a policy that does not trust those."""
+QUARANTINED = "quarantined"
+"""Why a row an operator quarantined is kept out (whatever the policy)."""
+UNSIGNED_IMPORT = "unsigned_import"
+"""Why an import no operator signed is kept out: its writer's claims are only claims."""
 
 
 @dataclass(frozen=True)
@@ -44,17 +56,30 @@ class MemoryTrustPolicy:
         )
         object.__setattr__(self, "trusted_adapters", checked)
 
+    def refusal(self, adapter: str | None, *, unsigned_import: bool = False) -> str | None:
+        """Why this policy keeps out what was written under `adapter` (None: no adapter, an
+        operator's write), or None when it trusts it; an import no operator signed is trusted
+        by no policy that is on. The one place the rule is written; quarantine, taint and rows
+        their events do not bear out are `projections.verdicts`'."""
+        if not self.enabled:
+            return None
+        if unsigned_import:
+            return UNSIGNED_IMPORT
+        if adapter is None:
+            return None if self.trust_untagged else UNTAGGED_NOT_TRUSTED
+        return None if adapter in self.trusted_adapters else UNTRUSTED_ADAPTER
+
+    def trusting(self, adapter: str | None) -> MemoryTrustPolicy:
+        """This policy with `adapter` trusted too (itself for None), every other setting kept."""
+        if adapter is None or adapter in self.trusted_adapters:
+            return self
+        return dataclasses.replace(self, trusted_adapters=self.trusted_adapters | {adapter})
+
     def is_trusted(self, entry: MemoryEntry) -> bool:
-        """Whether `entry` may reach a prompt under this policy."""
+        """Whether `entry` may reach a prompt under this policy, by who wrote it alone."""
         if not isinstance(entry, MemoryEntry):
             raise InvalidTypeError(f"expected a MemoryEntry, not {type(entry).__name__}")
-        if not self.enabled:
-            return True
-        if entry.unsigned_import:
-            return False
-        if entry.source_adapter is None:
-            return self.trust_untagged
-        return entry.source_adapter in self.trusted_adapters
+        return self.refusal(entry.source_adapter, unsigned_import=entry.unsigned_import) is None
 
     def filter_entries(self, entries: Iterable[MemoryEntry]) -> list[MemoryEntry]:
         """The entries this policy trusts, in their order."""

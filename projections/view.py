@@ -222,6 +222,12 @@ def _type_name(value: object) -> str:
 def view_at(event_log: EventLog, position: int, *, db_path: str | os.PathLike[str]) -> MemoryView:
     """A view of the state right after `position`, folded in memory from `event_log`."""
     check_position("position", position)
+    scratch = _folded(event_log, position)
+    return MemoryView(scratch, db_path=db_path, resources=[scratch])
+
+
+def _folded(event_log: EventLog, position: int) -> sql.ScratchDatabase:
+    """Every projection folded in memory up to `position`, sealed."""
     scratch = sql.ScratchDatabase()
     try:
         with scratch.bulk():
@@ -230,7 +236,7 @@ def view_at(event_log: EventLog, position: int, *, db_path: str | os.PathLike[st
         scratch.close()
         raise
     scratch.seal()
-    return MemoryView(scratch, db_path=db_path, resources=[scratch])
+    return scratch
 
 
 def open_view(
@@ -251,12 +257,13 @@ def open_view(
             projection = Projection(event_log, default_projectors(event_log.log_id))
             if projection.is_current():
                 return MemoryView(projection, db_path=db_path, resources=[event_log])
-        view = view_at(event_log, event_log.head().position, db_path=db_path)
+        head = event_log.head()
+        scratch = _folded(event_log, head.position)
     except BaseException:
         event_log.close()
         raise
-    event_log.close()
-    return view
+    folded = _FoldedAt(scratch, _LogAt(event_log, head))
+    return MemoryView(folded, db_path=db_path, resources=[scratch, event_log])
 
 
 def _cached_view(cache: str | os.PathLike[str], log: str | os.PathLike[str]) -> MemoryView:
@@ -320,3 +327,37 @@ class _LogAt:
         """Events after `after`, up to `until` and never past the head."""
         last = self._head.position if until is None else min(until, self._head.position)
         return self._log.read(after, until=last)
+
+
+class _FoldedAt:
+    """A read model folded in memory up to the head of a log the view holds open: its
+    snapshots can hold a row to the event that wrote it."""
+
+    def __init__(self, scratch: sql.ScratchDatabase, log_at: _LogAt) -> None:
+        self._scratch = scratch
+        self._log_at = log_at
+
+    @contextmanager
+    def snapshot(self) -> Iterator[_FoldedSnapshot]:
+        """The folded tables, the head they show, and the log's events up to it."""
+        yield _FoldedSnapshot(self._scratch, self._log_at)
+
+
+class _FoldedSnapshot:
+    """One read of a `_FoldedAt`."""
+
+    def __init__(self, scratch: sql.ScratchDatabase, log_at: _LogAt) -> None:
+        self._scratch = scratch
+        self._log_at = log_at
+
+    def head(self) -> Head:
+        """The position the tables show."""
+        return self._log_at.head()
+
+    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
+        """Events after `after`, up to `until` and never past the head."""
+        return self._log_at.read(after, until)
+
+    def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Query the folded tables."""
+        return self._scratch.execute(statement, params)

@@ -17,16 +17,25 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Literal, assert_never
 
 import msgspec
 
 from eventlog import (
+    ConflictPolicySet,
+    FactApproved,
     FactPublished,
+    FactRejected,
     InvalidInputError,
+    MemoryAdded,
+    MemoryRemoved,
+    MemoryReweighted,
+    OperatorAdded,
+    OperatorRemoved,
     QuarantineApplied,
     QuarantineReleased,
     ReadSnapshot,
+    RecallRecorded,
     RecordedEvent,
     open_log,
 )
@@ -146,6 +155,10 @@ class FactChange(msgspec.Struct, frozen=True, kw_only=True):
     new_value: str | None
     old_position: int | None
     new_position: int | None
+    old_source_adapter: str | None
+    """The adapter that wrote the old value (None: none, or no old value)."""
+    new_source_adapter: str | None
+    """The adapter that wrote the new value (None: none, or no new value)."""
     by_position: int
     """The last event in the window that changed this fact's current version: its publish,
     or a quarantine or release."""
@@ -306,7 +319,7 @@ def _actions(snap: ReadSnapshot, model: Readable, shown: set[int]) -> list[Opera
     """Quarantines and releases whose quarantine covers any of the `shown` versions."""
     if not shown:
         return []
-    refused = {r[0]: r[3] for r in inquiries.unauthorized(model) if r[1].startswith("quarantine")}
+    refused = {r[0]: r[3] for r in inquiries.unauthorized(model)}
     candidates = sorted(
         {p for q, _, released in inquiries.quarantines(model) for p in (q, released) if p}
         | set(refused)
@@ -316,12 +329,26 @@ def _actions(snap: ReadSnapshot, model: Readable, shown: set[int]) -> list[Opera
     for position in candidates:
         record = _event(snap, position)
         payload = record.payload
-        if isinstance(payload, QuarantineApplied):
-            target = position
-        elif isinstance(payload, QuarantineReleased):
-            target = payload.quarantine_position
-        else:
-            continue
+        match payload:
+            case QuarantineApplied():
+                target = position
+            case QuarantineReleased():
+                target = payload.quarantine_position
+            case (
+                FactPublished()
+                | MemoryAdded()
+                | MemoryRemoved()
+                | MemoryReweighted()
+                | RecallRecorded()
+                | OperatorAdded()
+                | OperatorRemoved()
+                | ConflictPolicySet()
+                | FactApproved()
+                | FactRejected()
+            ):
+                continue
+            case _:
+                assert_never(payload)
         if target not in covered:
             applied = record if target == position else None
             if applied is None and 1 <= target < position:
@@ -377,40 +404,61 @@ def _version(row: Row, event_id: str) -> FactVersion:
 def _fold_noting_causes(
     scratch: ScratchDatabase, projector: KnowledgeProjector, events: Iterable[RecordedEvent]
 ) -> dict[Identity, RecordedEvent]:
-    """Fold `events`; return, per fact, the last of them that moved its current version."""
+    """Fold `events`; return, per fact, the last of them that moved its current version: a
+    publish that became current (not one a conflict policy held or denied), or an operator
+    action (a quarantine, a release, an approval) that changed which version is."""
     causes: dict[Identity, RecordedEvent] = {}
     batch: list[RecordedEvent] = []
+
+    def fold_batch() -> None:
+        projector.apply(scratch, batch)
+        published = [r.position for r in batch if isinstance(r.payload, FactPublished)]
+        held = inquiries.held_among(scratch, published)
+        for record in batch:
+            payload = record.payload
+            if isinstance(payload, FactPublished) and record.position not in held:
+                identity = fact_identity(payload.scope, record.run_id, payload.tag, payload.key)
+                causes[identity] = record
+        batch.clear()
+
     for record in events:
         payload = record.payload
-        if isinstance(payload, (QuarantineApplied, QuarantineReleased)):
-            projector.apply(scratch, batch)
-            batch = []
-            before = _current(scratch)
-            projector.apply(scratch, [record])
-            after = _current(scratch)
-            for identity in before.keys() | after.keys():
-                if before.get(identity) != after.get(identity):
-                    causes[identity] = record
-            continue
-        if isinstance(payload, FactPublished):
-            identity = fact_identity(payload.scope, record.run_id, payload.tag, payload.key)
-            causes[identity] = record
-        batch.append(record)
-        if len(batch) >= FOLD_BATCH:
-            projector.apply(scratch, batch)
-            batch = []
-    projector.apply(scratch, batch)
+        match payload:
+            case (
+                FactPublished()
+                | MemoryAdded()
+                | MemoryRemoved()
+                | MemoryReweighted()
+                | RecallRecorded()
+                | OperatorAdded()
+                | OperatorRemoved()
+                | ConflictPolicySet()
+            ):
+                batch.append(record)
+                if len(batch) >= FOLD_BATCH:
+                    fold_batch()
+            case QuarantineApplied() | QuarantineReleased() | FactApproved() | FactRejected():
+                fold_batch()
+                before = _current(scratch)
+                projector.apply(scratch, [record])
+                after = _current(scratch)
+                for identity in before.keys() | after.keys():
+                    if before.get(identity) != after.get(identity):
+                        causes[identity] = record
+            case _:
+                assert_never(payload)
+    fold_batch()
     return causes
 
 
-def _current(db: Readable) -> dict[Identity, tuple[int, str]]:
+def _current(db: Readable) -> dict[Identity, tuple[int, str, str | None]]:
     return inquiries.current_fact_values(db)
 
 
 def _change(
     identity: Identity,
-    old: tuple[int, str] | None,
-    new: tuple[int, str] | None,
+    old: tuple[int, str, str | None] | None,
+    new: tuple[int, str, str | None] | None,
     cause: RecordedEvent,
 ) -> FactChange:
     change: Change = "added" if old is None else "removed" if new is None else "changed"
@@ -425,6 +473,8 @@ def _change(
         new_value=None if new is None else new[1],
         old_position=None if old is None else old[0],
         new_position=None if new is None else new[0],
+        old_source_adapter=None if old is None else old[2],
+        new_source_adapter=None if new is None else new[2],
         by_position=cause.position,
         by_event_id=cause.event_id,
         by_kind=cause.kind,

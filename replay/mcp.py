@@ -1,8 +1,9 @@
 """The knowledge base as agent tools over MCP, bound to one identity (`factledger mcp`).
 
 An orchestrator starts one server per agent, naming the agent's identity (task, run, adapter)
-on the command line; `build_server` takes it as arguments. Every write is stamped with that
-identity and every read is filtered by the trust policy for it (`projections.read_facts`).
+on the command line; `build_server` takes it as arguments. Every event a tool appends (a
+fact, an entry, a read's receipt) is stamped with that whole identity, and every read is
+filtered by the trust policy for it (`projections.read_facts`).
 No tool takes an adapter, producer or run argument, and a call naming an argument its tool
 does not declare is refused whole: nothing an agent sends changes who it writes as or whose
 writes it sees. There are no remove, prune, quarantine or release tools: those are operator
@@ -111,7 +112,7 @@ class Facts(BaseModel):
     facts: list[FactVersion]
     kept_out: int = Field(
         description="Versions not shown: written by a source the trust policy does not "
-        "trust, or quarantined."
+        "trust, quarantined, or derived from such a source (tainted)."
     )
     receipt_position: int = Field(description="The log position of the receipt for this read.")
 
@@ -361,7 +362,13 @@ def build_server(
 
     @asynccontextmanager
     async def connection(server: MCPServer[AgentSession]) -> AsyncIterator[AgentSession]:
-        with SQLiteMemoryStore(db_path, log=log, source_adapter=identity.adapter) as store:
+        with SQLiteMemoryStore(
+            db_path,
+            log=log,
+            source_adapter=identity.adapter,
+            producer_task_id=identity.task_id,
+            run_id=identity.run_id or None,
+        ) as store:
             kb = CrossTaskKB(
                 store,
                 run_id=identity.run_id,

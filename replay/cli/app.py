@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import click
 
 from eventlog import (
+    BoundLog,
     FactledgerError,
     InvalidInputError,
     StorageError,
@@ -27,9 +29,11 @@ from eventlog.checks import check_actor, check_identifier, check_optional_actor
 from projections import (
     CrossTaskKB,
     MemoryTrustPolicy,
+    MemoryView,
     SQLiteMemoryStore,
     active_trust_policy,
     environment,
+    open_view,
 )
 from replay.bootstrap import holds_log
 from replay.cli import output
@@ -105,6 +109,24 @@ class Session:
             check_actor(environment.RUN_ID.source(), environment.run_id(), allow_empty=True),
             check_optional_actor(environment.ADAPTER.source(), environment.adapter()),
         )
+
+    def reader_adapter(self) -> str | None:
+        """The adapter a read is made as: the environment's, else (a log in PostgreSQL) the
+        one the login is bound to, else none (an operator)."""
+        adapter = self.attribution()[2]
+        dsn = self.log_dsn()
+        if adapter is not None or dsn is None:
+            return adapter
+        with closing(open_log(dsn, read_only=True)) as log:
+            return log.bound_adapter if isinstance(log, BoundLog) else None
+
+    def view(self) -> MemoryView:
+        """The knowledge base opened read-only, as investigations read it: the file's, or
+        with a DSN this host's cache of the log (caught up; the log is only read)."""
+        dsn = self.log_dsn()
+        if dsn is None:
+            return open_view(self.existing_db())
+        return open_view(self.db, log=dsn)
 
     def store(self, *, create: bool = False) -> SQLiteMemoryStore:
         """The store, writing as the environment's actor. Only with `create` may it start a

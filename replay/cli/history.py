@@ -1,25 +1,35 @@
-"""History: history, blame, diff, as-of. Each opens the log read-only.
+"""History: history, blame, diff, as-of. Each reads the log read-only.
 
-`history` shows each version's trust under the reader's policy; run by an agent (an adapter
-in FACTLEDGER_ADAPTER) it shows only the versions its policy trusts, and says on stderr how
-many it kept out, unless --all.
+Each row shows its trust under the reader's policy, judged now in the live read model
+(`replay.trusted`). Run by an operator (no adapter) they show every row and write nothing.
+Run by an agent (an adapter in FACTLEDGER_ADAPTER, or a PostgreSQL login bound to one) they
+show only the rows its policy trusts and say on stderr how many they kept out, unless --all,
+and each read is receipted, as the agent's reads over MCP are.
 """
 
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 import click
 
 from eventlog import InvalidInputError
-from projections import SCOPES, CrossTaskKB, environment
+from projections import SCOPES, CrossTaskKB, Fact, MemoryEntry, reading
 from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
-from replay.cli.memory import ENTRY_COLUMNS, FACT_COLUMNS, Reader, all_option, scope_option
+from replay.cli.memory import (
+    ENTRY_COLUMNS,
+    FACT_COLUMNS,
+    TRUST,
+    Reader,
+    all_option,
+    scope_option,
+)
 from replay.cli.params import LIMIT, NAME, POSITION, TAG
 from replay.history import blame, diff, history
 from replay.timetravel import as_of
-from replay.trusted import marked_history
+from replay.trusted import trusted_blame, trusted_diff, trusted_history
 
 any_scope_option = click.option("--scope", type=click.Choice(sorted(SCOPES)), help="any if unset")
 
@@ -58,19 +68,20 @@ def history_(
 ) -> int:
     """Every version of one fact or of all facts, with provenance and trust.
 
-    An agent (FACTLEDGER_ADAPTER set) sees the versions its trust policy trusts, and is told
-    on stderr how many were kept out; --all shows every version. Shows the newest --limit
-    versions, and says on stderr when it cut.
+    An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the versions its
+    trust policy trusts (none tainted or quarantined), and is told on stderr how many were
+    kept out; --all shows every version. An agent's read is receipted. Shows the newest
+    --limit versions, and says on stderr when it cut.
     """
     reader = Reader(session)
     found = history(session.log(), scope=scope, tag=tag, key=key, run_id=run, cache=session.cache())
-    agent_view = reader.is_agent and not show_all
-    marked = marked_history(found, reader.policy, trusted_only=agent_view)
+    with reader.judging_store() as store:
+        how = reader.reading(store, show_all)
+        marked = trusted_history(found, store, how, tags=_tags(tag))
     shown, cuts = output.cut(marked, limit, newest=("versions",))
     session.emit(shown)
     output.note_cut(cuts)
-    if agent_view:
-        reader.kept_out(marked.kept_out)
+    reader.kept_out(marked.kept_out, show_all)
     return EXIT_OK
 
 
@@ -78,10 +89,23 @@ def history_(
 @click.option("--tag", callback=TAG, help="only facts under this tag")
 @any_scope_option
 @click.option("--run", callback=NAME, help="only facts of this run")
+@all_option
 @click.pass_obj
-def blame_(session: Session, tag: str | None, scope: str | None, run: str | None) -> int:
-    """Which event, producer and adapter set each current fact."""
-    session.emit(blame(session.log(), scope=scope, tag=tag, run_id=run, cache=session.cache()))
+def blame_(
+    session: Session, tag: str | None, scope: str | None, run: str | None, show_all: bool
+) -> int:
+    """Which event, producer and adapter set each current fact, with its trust.
+
+    An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the lines its
+    trust policy trusts, and is told on stderr how many were kept out; --all shows every
+    line. An agent's read is receipted.
+    """
+    reader = Reader(session)
+    found = blame(session.log(), scope=scope, tag=tag, run_id=run, cache=session.cache())
+    with reader.judging_store() as store:
+        marked = trusted_blame(found, store, reader.reading(store, show_all), tags=_tags(tag))
+    session.emit(marked)
+    reader.kept_out(marked.kept_out, show_all)
     return EXIT_OK
 
 
@@ -92,20 +116,33 @@ def blame_(session: Session, tag: str | None, scope: str | None, run: str | None
 @click.option(
     "--limit", type=LIMIT, default=100, show_default=True, help="at most this many rows per list"
 )
+@all_option
 @click.pass_obj
 def diff_(
-    session: Session, from_position: int, to_position: int, tag: str | None, limit: int
+    session: Session,
+    from_position: int,
+    to_position: int,
+    tag: str | None,
+    limit: int,
+    show_all: bool,
 ) -> int:
-    """Facts added, changed and removed between two positions.
+    """Facts added, changed and removed between two positions, with their trust.
 
-    Each list shows its first --limit rows; stderr says which lists were cut.
+    An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the changes whose
+    values its trust policy trusts, and is told on stderr how many were kept out; --all
+    shows every change. An agent's read is receipted. Each list shows its first --limit
+    rows; stderr says which lists were cut.
     """
     if from_position > to_position:
         raise InvalidInputError(f"FROM ({from_position}) is after TO ({to_position})")
+    reader = Reader(session)
     found = diff(session.log(), from_position, to_position, tag=tag)
-    shown, cuts = output.cut(found, limit)
+    with reader.judging_store() as store:
+        marked = trusted_diff(found, store, reader.reading(store, show_all))
+    shown, cuts = output.cut(marked, limit)
     session.emit(shown)
     output.note_cut(cuts)
+    reader.kept_out(marked.kept_out, show_all)
     return EXIT_OK
 
 
@@ -120,6 +157,7 @@ def diff_(
 @click.option("--tag", callback=TAG, help="show the facts under this tag (else memory entries)")
 @scope_option
 @click.option("--limit", type=LIMIT, default=20, show_default=True)
+@all_option
 @click.pass_obj
 def as_of_(
     session: Session,
@@ -128,18 +166,50 @@ def as_of_(
     tag: str | None,
     scope: str,
     limit: int,
+    show_all: bool,
 ) -> int:
-    """The knowledge base as it was at a position or time (give --position or --at)."""
+    """The knowledge base as it was at a position or time (give --position or --at).
+
+    Each row carries its trust as judged now. An agent (FACTLEDGER_ADAPTER set, or a login
+    bound to an adapter) sees the rows its trust policy trusts, and is told on stderr how
+    many were kept out; --all shows every row. An agent's read is receipted.
+    """
     if (position is None) == (at is None):
         raise click.UsageError("give exactly one of --position and --at")
+    reader = Reader(session)
     with as_of(session.log(), position=position, ts_ns=at) as view:
         if tag:
-            kb = CrossTaskKB(view, run_id=environment.run_id())
-            session.emit_rows(
-                list(kb.subscribe(tag, scope=scope)),
-                FACT_COLUMNS,
-                f"no facts under tag {tag!r} then",
-            )
+            kb = CrossTaskKB(view, run_id=reader.identity.run_id)
+            rows: list[Any] = list(kb.subscribe(tag, scope=scope))
         else:
-            session.emit_rows(view.list(limit=limit), ENTRY_COLUMNS, "no entries then")
+            rows = view.list(limit=limit)
+    with reader.judging_store() as store:
+        found = reading.read(
+            store,
+            reader.reading(store, show_all),
+            reading.judged_rows(rows, _then),
+            tags=_tags(tag),
+            limit=reading.NO_LIMIT if tag else limit,
+            show=reading.shown_as_stored,
+        )
+    columns, empty = (
+        (FACT_COLUMNS, f"no facts under tag {tag!r} then")
+        if tag
+        else (
+            ENTRY_COLUMNS,
+            "no entries then",
+        )
+    )
+    session.emit_rows(reader.marked(found.shown, found.trust), (*columns, TRUST), empty)
+    reader.kept_out(len(found.kept_out), show_all)
     return EXIT_OK
+
+
+def _tags(tag: str | None) -> tuple[str, ...]:
+    return () if tag is None else (tag,)
+
+
+def _then(row: Fact | MemoryEntry) -> list[reading.Judged]:
+    """A row of a past state, judged now: a memory entry held to its event too."""
+    entry = row if isinstance(row, MemoryEntry) else None
+    return [reading.Judged(row.position, row.source_adapter, entry=entry)]

@@ -1,34 +1,37 @@
 """Memory and facts: share, query, add, list, remove.
 
 `add` and `share` take their text as an argument, as `-` (standard input) or with --file.
-Reads by an agent (an adapter in FACTLEDGER_ADAPTER) show what its trust policy trusts, with
-its own adapter's writes, each read receipted, and say on stderr how many rows they kept
-out; with --all they show every row. An operator (no adapter) sees every row. Every row
-shown is marked with its trust under the reader's policy.
+Reads by an agent (an adapter in FACTLEDGER_ADAPTER, or a PostgreSQL login bound to one)
+show what its trust policy trusts, with its own adapter's writes, and say on stderr how many
+rows they kept out; with --all they show every row. Each is receipted under the agent's
+task, run and adapter, through the one read path (`projections.reading`). An operator (no
+adapter) sees every row and writes nothing. Every row shown is marked with its trust under
+the reader's policy.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import click
 import msgspec
 
 from eventlog import MAX_CONTENT_BYTES, InvalidInputError
-from eventlog.checks import MAX_POSITION
 from projections import (
     MEMORY_TYPES,
     SCOPES,
     AgentIdentity,
     Fact,
-    MemoryEntry,
     MemoryTrustPolicy,
+    MemoryView,
+    agent_reading,
+    check_allow_list,
     environment,
     policy_for,
-    read_entries,
-    read_facts,
+    reading,
     redact_value,
-    trust_of,
+    run_key,
 )
 from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
@@ -69,30 +72,40 @@ def text_of(given: str | None, path: str | None, what: str) -> str:
 
 
 class Reader:
-    """Who reads, and under which policy: an agent when the environment names an adapter."""
+    """Who reads, and under which policy: an agent when the environment names an adapter (or
+    the PostgreSQL login is bound to one), else an operator auditing the log."""
 
     def __init__(self, session: Session) -> None:
-        task, run, adapter = session.attribution()
+        task, run, _ = session.attribution()
+        adapter = session.reader_adapter()
+        self.session = session
         self.identity = AgentIdentity(task_id=task, run_id=run, adapter=adapter)
         self.is_agent = adapter is not None
         self.policy: MemoryTrustPolicy = policy_for(self.identity, session.trust_policy())
 
-    def marked(self, rows: list[Any]) -> list[dict[str, Any]]:
+    def judging_store(self) -> MemoryView:
+        """Where this reader's reads are judged: an agent's store, which its receipts are
+        appended to; for an operator, the knowledge base opened read-only."""
+        return self.session.store() if self.is_agent else self.session.view()
+
+    def reading(self, store: MemoryView, show_all: bool) -> reading.Reading:
+        """An agent's read, receipted (every row with --all); an operator's audit, every row
+        and no receipt."""
+        if not self.is_agent:
+            return reading.Reading(None, self.policy)
+        return agent_reading(store, self.identity, self.policy, show_all=show_all)
+
+    def marked(self, rows: Sequence[Any], trust: Sequence[str]) -> list[dict[str, Any]]:
         """Each row as a dict of every field, with its trust under this reader's policy."""
         return [
-            {
-                **msgspec.structs.asdict(row),
-                TRUST: trust_of(
-                    self.policy,
-                    row.source_adapter,
-                    unsigned_import=isinstance(row, MemoryEntry) and row.unsigned_import,
-                ),
-            }
-            for row in rows
+            {**msgspec.structs.asdict(row), TRUST: verdict}
+            for row, verdict in zip(rows, trust, strict=True)
         ]
 
-    def kept_out(self, count: int) -> None:
-        """Say on stderr how many rows an agent's read kept out."""
+    def kept_out(self, count: int, show_all: bool) -> None:
+        """Say on stderr how many rows an agent's trusted-only read kept out."""
+        if not self.is_agent or show_all:
+            return
         rows = "row" if count == 1 else "rows"
         output.note(
             f"kept out {count} {rows} the trust policy does not trust for adapter "
@@ -134,25 +147,26 @@ def share(
 def query(session: Session, tag: str, scope: str, raw: bool, show_all: bool) -> int:
     """Show the current facts under a tag (redacted unless --raw), each with its trust.
 
-    An agent (FACTLEDGER_ADAPTER set) sees each key's newest version its trust policy
-    trusts, and is told on stderr how many versions were kept out; --all shows the current
-    versions whatever wrote them.
+    An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees each key's newest
+    version its trust policy trusts, and is told on stderr how many versions were kept out;
+    --all shows the current versions whatever wrote them. An agent's read is receipted.
     """
     session.needs_run(scope)
     reader = Reader(session)
+    of_tag = (scope, run_key(scope, reader.identity.run_id), tag)
     with session.store() as store:
-        if reader.is_agent and not show_all:
-            read = read_facts(
-                store, reader.identity, tag, scope=scope, trust_policy=reader.policy, escape=False
-            )
-            facts, kept_out = read.facts, read.kept_out
-        else:
-            facts, kept_out = list(session.kb(store).subscribe(tag, scope=scope)), None
-    shown = facts if raw else [_redacted(fact) for fact in facts]
-    rows = reader.marked(shown)
+        found = reading.read(
+            store,
+            reader.reading(store, show_all),
+            reading.current_facts(of_tag, None),
+            tags=(tag,),
+            limit=reading.NO_LIMIT,
+            show=reading.shown_as_stored,
+        )
+    shown = found.shown if raw else [_redacted(fact) for fact in found.shown]
+    rows = reader.marked(shown, found.trust)
     session.emit_rows(rows, (*FACT_COLUMNS, TRUST), f"no facts under tag {tag!r} ({scope} scope)")
-    if kept_out is not None:
-        reader.kept_out(kept_out)
+    reader.kept_out(len(found.kept_out), show_all)
     return EXIT_OK
 
 
@@ -223,38 +237,28 @@ def list_(
 ) -> int:
     """List visible memory entries, newest first, each with its trust.
 
-    An agent (FACTLEDGER_ADAPTER set) sees the entries its trust policy trusts, and is told
-    on stderr how many newer ones were kept out; --all shows every entry. Says on stderr
-    when --limit cut the list.
+    An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the entries its
+    trust policy trusts, and is told on stderr how many newer ones were kept out; --all
+    shows every entry. An agent's read is receipted. Says on stderr when --limit cut the
+    list.
     """
     reader = Reader(session)
-    allowed = list(adapters) or None
+    allowed = check_allow_list(list(adapters) or None)
     with session.store() as store:
-        if reader.is_agent and not show_all:
-            read = read_entries(
-                store,
-                reader.identity,
-                type=type_,
-                tags=list(tags),
-                limit=limit,
-                adapters=allowed,
-                trust_policy=reader.policy,
-                escape=False,
-            )
-            entries, more, kept_out = read.entries, read.more, read.kept_out
-        else:
-            found = store.query(
-                type=type_,
-                tags=list(tags) or None,
-                limit=min(limit + 1, MAX_POSITION),
-                read_only_from_adapters=allowed,
-            )
-            entries, more, kept_out = found[:limit], len(found) > limit, None
-    session.emit_rows(reader.marked(entries), (*ENTRY_COLUMNS, TRUST), "no entries")
-    if more:
+        found = reading.read(
+            store,
+            reader.reading(store, show_all),
+            reading.newest_entries(type_, tags, allowed, limit),
+            tags=tags,
+            limit=limit,
+            show=reading.shown_as_stored,
+        )
+    session.emit_rows(
+        reader.marked(found.shown, found.trust), (*ENTRY_COLUMNS, TRUST), "no entries"
+    )
+    if found.more:
         output.note(f"showing the newest {limit} entries; older ones match (--limit N shows more)")
-    if kept_out is not None:
-        reader.kept_out(kept_out)
+    reader.kept_out(len(found.kept_out), show_all)
     return EXIT_OK
 
 

@@ -41,18 +41,22 @@ Check = Callable[[str], object]
 
 
 def checked(check: Check) -> Callable[[click.Context, click.Parameter, Any], Any]:
-    """A click callback running `check` on the value (each value, for a repeated option)
-    and reporting its error as a bad value of that option."""
+    """A click callback running `check` on the value (each value, for a repeated option),
+    giving the command what `check` returns (a tag in NFC, say) and reporting its error as a
+    bad value of that option."""
+
+    def one(ctx: click.Context, param: click.Parameter, item: Any) -> Any:
+        if item is None:
+            return None
+        try:
+            return check(item)
+        except FactledgerError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-        for item in value if isinstance(value, tuple) else (value,):
-            if item is None:
-                continue
-            try:
-                check(item)
-            except FactledgerError as exc:
-                raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
-        return value
+        if isinstance(value, tuple):
+            return tuple(one(ctx, param, item) for item in value)
+        return one(ctx, param, value)
 
     return callback
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import RecallRecorded
-from projections import SQLiteMemoryStore
+from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, recall_memory
 from tests.cli.conftest import Result
 
 Cli = Callable[..., Result]
@@ -116,3 +116,112 @@ def test_trusting_the_adapter_lets_an_agent_see_it(
     read = mixed("query", "--tag", "api", "--json")
     assert [("POISON", "trusted")] == [(f["value"], f["trust"]) for f in read.json()]
     assert "kept out 0 rows" in read.err
+
+
+def head_of(tmp_path: Path) -> int:
+    with SQLiteMemoryStore(tmp_path / "cli.db") as store:
+        return store.event_log.head().position
+
+
+def last_receipt(tmp_path: Path) -> tuple[tuple[object, ...], RecallRecorded]:
+    """The last event's own (producer, run, adapter), and it as a receipt."""
+    with SQLiteMemoryStore(tmp_path / "cli.db") as store:
+        event = list(store.event_log.read())[-1]
+    assert isinstance(event.payload, RecallRecorded)
+    return (event.producer_task_id, event.run_id, event.source_adapter), event.payload
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("history", "--tag", "api"),
+        ("blame", "--tag", "api"),
+        ("diff", "1", "2"),
+        ("as-of", "--position", "2", "--tag", "api"),
+        ("as-of", "--position", "5"),
+    ],
+    ids=["history", "blame", "diff", "as-of-facts", "as-of-entries"],
+)
+def test_an_agents_audit_views_keep_untrusted_poison_out_and_are_receipted(
+    mixed: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """history, blame, diff and as-of run by an agent show no row written by an adapter its
+    policy does not trust, say how many they kept out, and leave a receipt naming the agent
+    and the positions it was shown; with --all they show the rows, marked."""
+    as_agent(monkeypatch)
+    before = head_of(tmp_path)
+    read = mixed(*command, "--json")
+    assert 0 == read.code, read.err
+    assert "POISON" not in read.out
+    assert "kept out" in read.err and "kept out 0 rows" not in read.err
+    assert before + 1 == head_of(tmp_path)
+    own, receipt = last_receipt(tmp_path)
+    assert ("frontend-7", None, "codex") == own
+    assert ("frontend-7", "codex") == (receipt.task_id, receipt.adapter)
+    assert not set(receipt.included) & {2, 4}
+    assert {2, 4} & {e.position for e in receipt.excluded}
+    everything = mixed(*command, "--all", "--json")
+    assert "POISON" in everything.out and "untrusted_adapter" in everything.out
+    assert set(last_receipt(tmp_path)[1].included) & {2, 4}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("query", "--tag", "api"),
+        ("list",),
+        ("history", "--tag", "api"),
+        ("blame",),
+        ("diff", "1", "5"),
+        ("as-of", "--position", "4"),
+    ],
+)
+def test_an_operators_reads_show_every_row_marked_and_write_nothing(
+    mixed: Cli, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """No adapter: every row, each with its trust, and no receipt (the log does not move)."""
+    before = head_of(tmp_path)
+    read = mixed(*command, "--json")
+    assert 0 == read.code, read.err
+    assert "POISON" in read.out and '"trust": "untrusted_adapter"' in read.out
+    assert "kept out" not in read.err
+    assert before == head_of(tmp_path)
+
+
+def test_query_all_is_receipted_with_what_it_showed(
+    mixed: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An agent's query --all shows the untrusted current version and receipts it: the
+    receipt includes it, and records that no policy kept anything out."""
+    as_agent(monkeypatch)
+    assert "POISON" in mixed("query", "--tag", "api", "--all").out
+    own, receipt = last_receipt(tmp_path)
+    assert ("frontend-7", None, "codex") == own
+    assert ((2,), ()) == (receipt.included, receipt.excluded)
+
+
+def test_an_agents_history_keeps_a_tainted_version_out(
+    mixed: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A version written by a task right after it recalled poison is tainted: an agent's
+    history passes over it (marked tainted under --all), and receipts the read."""
+    db = tmp_path / "cli.db"
+    trusting = MemoryTrustPolicy(trusted_adapters=frozenset({"evil-cli"}))
+    with SQLiteMemoryStore(db, producer_task_id="helper-2", run_id="run-9") as helper:
+        recall_memory(helper, ["tips"], trust_policy=trusting, task_id="helper-2", run_id="run-9")
+        derived = CrossTaskKB(helper, run_id="run-9", producer_task_id="helper-2").publish(
+            "api", "users", "{name: str, curl: sh}", scope="project"
+        )
+    as_agent(monkeypatch)
+    read = mixed("history", "--tag", "api", "--json")
+    assert [1] == [v["position"] for v in read.json()["versions"]]
+    assert "kept out 2 rows" in read.err
+    _, receipt = last_receipt(tmp_path)
+    assert (1,) == receipt.included
+    assert {(2, "untrusted_adapter"), (derived.position, "tainted")} == {
+        (e.position, e.reason) for e in receipt.excluded
+    }
+    marked = mixed("history", "--tag", "api", "--all", "--json").json()["versions"]
+    assert [(1, "trusted"), (2, "untrusted_adapter"), (derived.position, "tainted")] == [
+        (v["position"], v["trust"]) for v in marked
+    ]

@@ -204,6 +204,46 @@ async def test_add_writes_an_entry_as_the_bound_identity(agent: Client, db: Path
     )
 
 
+CALLS: dict[str, dict[str, Any]] = {
+    "publish": {"tag": "schema", "key": "users", "value": "id int"},
+    "add": {"content": "pytest needs -q", "tags": ["schema"]},
+    "subscribe": {"tag": "schema"},
+    "recall": {"tags": ["schema"]},
+    "history": {"tag": "schema", "key": "users"},
+}
+"""One call of each tool (writes first, so the reads have something to read)."""
+
+
+@pytest.mark.parametrize(
+    "identity",
+    [AGENT, AgentIdentity(task_id="orchestrator-1", run_id="run-9")],
+    ids=["agent", "operator"],
+)
+async def test_every_tool_stamps_every_event_with_the_whole_identity(
+    db: Path, identity: AgentIdentity
+) -> None:
+    """Each tool's events, field by field: the producer, run and adapter of every event it
+    appends (a fact, an entry, a read's receipt) are the server's task, run and adapter, and
+    so are an entry's task and a receipt's task, run and adapter."""
+    assert TOOLS == set(CALLS), "every tool is called here"
+    whole = (identity.task_id, identity.run_id or None, identity.adapter)
+    async with Client(build_server(db, identity), mode="legacy") as client:
+        for tool, arguments in CALLS.items():
+            before = len(events(db)) if db.exists() else 0
+            await call(client, tool, **arguments)
+            appended = events(db)[before:]
+            assert 1 == len(appended), tool
+            [event] = appended
+            assert whole == (event.producer_task_id, event.run_id, event.source_adapter), tool
+            payload = event.payload
+            if isinstance(payload, RecallRecorded):
+                assert whole == (payload.task_id, payload.run_id, payload.adapter), tool
+            elif isinstance(payload, MemoryAdded):
+                assert identity.task_id == payload.task_id, tool
+            else:
+                assert isinstance(payload, FactPublished), tool
+
+
 async def test_recall_returns_the_fenced_section_and_its_receipt(agent: Client, db: Path) -> None:
     """recall returns the prompt section with this agent's own entry, and the receipt's
     position, inclusions and exclusions."""

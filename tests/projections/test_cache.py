@@ -26,6 +26,7 @@ from eventlog import (
     InvalidTypeError,
     MemoryAdded,
     NewEvent,
+    StorageError,
     open_log,
     verify_chain,
 )
@@ -124,7 +125,8 @@ def added(content: str) -> NewEvent:
 
 
 def test_the_writing_handle_reads_its_own_writes(host: Host) -> None:
-    """An append commits in the log, and the cache has folded it when the call returns."""
+    """An append commits in the log, and the cache has folded it when the call returns (a
+    subscribe's receipt too)."""
     store = host()
     kb = CrossTaskKB(store, run_id="r1", producer_task_id="t1")
     for i in range(3):
@@ -134,7 +136,22 @@ def test_the_writing_handle_reads_its_own_writes(host: Host) -> None:
     kb.publish("api", "url", "v1", scope="run")
     kb.publish("api", "url", "v2", scope="run")
     assert ["v2"] == [fact.value for fact in kb.subscribe("api", scope="run")]
-    assert {5} == cache_position(store.db_path)  # type: ignore[arg-type]
+    assert {6} == cache_position(store.db_path)  # type: ignore[arg-type]
+    assert "recall_recorded" == next(store.event_log.read(after=5)).kind  # subscribe's receipt
+
+
+def test_an_append_inside_an_open_read_is_refused_clearly_and_writes_nothing(
+    host: Host,
+) -> None:
+    """A cache cannot fold inside a read of its own: an append while this handle holds a
+    snapshot is a StorageError saying so (not SQLite's 'cannot start a transaction within a
+    transaction'), the log does not move, and the next append works."""
+    store = host()
+    store.add("learning", "n0")
+    with store.snapshot(), pytest.raises(StorageError, match="while a read of it is open"):
+        store.add("learning", "n1")
+    assert 1 == store.event_log.head().position
+    assert 2 == store.add("learning", "n1")
 
 
 def test_another_host_sees_a_position_after_sync(host: Host) -> None:

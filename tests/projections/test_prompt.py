@@ -80,7 +80,8 @@ def test_environment_policy_applies_when_none_is_passed(
 
 
 def test_receipt_names_included_and_excluded_with_reasons(seeded: SQLiteMemoryStore) -> None:
-    """Each call appends a receipt: task, run, adapter, what went in, what was kept out and why."""
+    """Each call appends a receipt: task, run, adapter, what went in, what was kept out and why;
+    the event itself is the reader's (its producer, run and adapter)."""
     head = seeded.event_log.head().position
     text = load_persistent_memory(
         seeded, ["backend"], task_id="backend-1", run_id="run-9", adapter="claude-code"
@@ -103,7 +104,7 @@ def test_receipt_names_included_and_excluded_with_reasons(seeded: SQLiteMemorySt
     assert head == receipt.head_position
     assert content_hash(text.encode()) == receipt.rendered_hash
     recorded = list(seeded.event_log.read())[-1]
-    assert ("backend-1", "run-9", None) == (
+    assert ("backend-1", "run-9", "claude-code") == (
         recorded.producer_task_id,
         recorded.run_id,
         recorded.source_adapter,

@@ -17,6 +17,9 @@ from hypothesis import strategies as st
 from eventlog import MAX_CONTENT_BYTES, NewEvent, QuarantineApplied, QuarantineReleased
 from eventlog.checks import MAX_POSITION
 from projections import (
+    QUARANTINED,
+    UNTAGGED_NOT_TRUSTED,
+    UNTRUSTED_ADAPTER,
     CrossTaskKB,
     MemoryTrustPolicy,
     ScratchDatabase,
@@ -27,7 +30,6 @@ from projections import (
     reads,
 )
 from projections import prompt as prompt_module
-from projections.prompt import QUARANTINED, UNTAGGED_NOT_TRUSTED, UNTRUSTED_ADAPTER
 from projections.tables import table_rows
 
 TAGS = ["a", "b", "c", "d"]

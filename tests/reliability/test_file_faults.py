@@ -21,7 +21,13 @@ from pathlib import Path
 import pytest
 
 from eventlog import FactledgerError, SQLiteEventLog, StorageError, open_log
-from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
+from projections import (
+    CrossTaskKB,
+    MemoryTrustPolicy,
+    SQLiteMemoryStore,
+    load_persistent_memory,
+    open_view,
+)
 from tests.reliability.support import (
     NOBODY,
     Report,
@@ -180,9 +186,12 @@ def _read_and_try_every_write(db_path: Path) -> Report:
         "list": [e.content for e in store.list()],
         "query": [e.content for e in store.query(read_only_from_adapters=["codex"])],
         "relevant": [e.content for e in store.get_relevant(["api"])],
-        "subscribe": [f.value for f in kb.subscribe("api", scope="project")],
         "history": [f.value for f in kb.history("api", "users", scope="project")],
     }
+    with open_view(db_path) as view:
+        reads["view_subscribe"] = [
+            f.value for f in CrossTaskKB(view).subscribe("api", scope="project")
+        ]
     writes = {
         "add": _outcome(lambda: store.add("learning", "new", ["api"])),
         "add_many": _outcome(lambda: store.add_many([{"type": "learning", "content": "n"}])),
@@ -194,6 +203,7 @@ def _read_and_try_every_write(db_path: Path) -> Report:
         "recall": _outcome(
             lambda: load_persistent_memory(store, ["api"], trust_policy=MemoryTrustPolicy())
         ),
+        "subscribe": _outcome(lambda: list(kb.subscribe("api", scope="project"))),
     }
     reads["head_after"] = store.event_log.head().position
     store.close()
@@ -216,9 +226,10 @@ EXPECTED_READS = {
     "list": ["v2", "codex row", "operator row"],
     "query": ["codex row"],
     "relevant": ["v2", "codex row", "operator row"],
-    "subscribe": ["v2"],
     "history": ["v1", "v2"],
+    "view_subscribe": ["v2"],
 }
+"""A store's subscribe is receipted, so it is among the writes; a read-only view's is not."""
 
 
 def _assert_reads_work_and_writes_fail_clearly(report: Report) -> None:
@@ -358,7 +369,9 @@ def test_full_disk_is_a_clear_error_and_loses_nothing_committed(tmp_path: Path, 
     assert head == store.event_log.head()
     assert tables == live_tables(store)
     assert "committed before" in [e.content for e in store.list(limit=1000)]
-    assert ["v1"] == [f.value for f in kb.subscribe("api", scope="project")]
+    assert [("users", "v1")] == [
+        (f.key, f.value) for f in kb.history("api", "users", scope="project")
+    ]
     _ungrow(store)
     WRITES[write](store, kb)
     assert head.position + EVENTS.get(write, 1) == store.event_log.head().position

@@ -566,7 +566,8 @@ class StoreMachine(RuleBasedStateMachine):
     ) -> None:
         """Build a prompt as a task: what it includes reaches that task (lineage); an entry
         with an untrusted or quarantined ancestor is kept out as `tainted`, and the next
-        trusted one takes its place."""
+        trusted one takes its place, however many there are; the receipt is the reader's own
+        event (the handle's adapter, as no adapter is named)."""
         policy = MemoryTrustPolicy(trusted_adapters=frozenset({TRUSTED}), propagate_taint=propagate)
         task_id, run_id = reader or (None, None)
         wanted = tuple(dict.fromkeys(tags))
@@ -574,33 +575,33 @@ class StoreMachine(RuleBasedStateMachine):
             self.store, tags, trust_policy=policy, limit=limit, task_id=task_id, run_id=run_id
         )
         model = self.model
-        trusted = model.ranked(wanted, lambda row: row.adapter in (None, TRUSTED))
-        tainted: dict[int, int] = {}
-        confirmed: set[int] = set()
-        while True:
-            top = trusted[: limit + len(tainted)]
-            unchecked = sorted(i for _, i, _ in top if i not in confirmed and i not in tainted)
-            found = {i: model.taint_source(i) for i in unchecked} if propagate else {}
-            new = {i: source for i, source in found.items() if source is not None}
-            confirmed.update(i for i in unchecked if i not in new)
-            tainted.update(new)
-            if not new:
+        included: list[tuple[tuple[int, float, int], int, Row]] = []
+        tainted: list[tuple[int, int]] = []
+        for item in model.ranked(wanted, lambda row: row.adapter in (None, TRUSTED)):
+            if len(included) == limit:
                 break
-        included = [item for item in top if item[1] in confirmed][:limit]
+            source = model.taint_source(item[1]) if propagate else None
+            if source is None:
+                included.append(item)
+            else:
+                tainted.append((item[1], source))
         held = {i for i, _ in model.candidates() if model.quarantined(i)}
         refused = [
             item
             for item in model.ranked(wanted, lambda row: True, model.candidates())
             if item[1] in held or item[2].adapter not in (None, TRUSTED)
         ]
-        if len(top) >= limit + len(tainted):
-            refused = [item for item in refused if item[0] > top[-1][0]]
+        if len(included) == limit:
+            refused = [item for item in refused if item[0] > included[-1][0]]
         [receipt] = list(self.store.event_log.read(after=model.head))
-        model.append()
+        model.append(self._adapter(None))
         assert isinstance(receipt.payload, RecallRecorded)
+        own = (task_id or "", run_id, self._adapter(None))
+        assert own == (receipt.producer_task_id, receipt.run_id, receipt.source_adapter)
+        assert own[2] == receipt.payload.adapter
         assert tuple(entry_id for _, entry_id, _ in included) == receipt.payload.included
         assert [
-            *((i, "tainted", source) for i, source in tainted.items()),
+            *((i, "tainted", source) for i, source in tainted[:200]),
             *(
                 (i, "quarantined" if i in held else "untrusted_adapter", UNSET)
                 for _, i, _ in refused[:200]
@@ -914,6 +915,8 @@ class StoreMachine(RuleBasedStateMachine):
         allow=allow_lists,
     )
     def subscribe(self, run: int, scope: str, tag: str, allow: list[str] | None) -> None:
+        """A facade's subscribe returns each key's newest version (an allowed adapter's) and,
+        unless its allow-list is empty, receipts what it returned: that reaches its task."""
         run_key = RUNS[run] if scope == "run" else ""
         expected = []
         for identity, versions in self.model.facts.items():
@@ -929,6 +932,17 @@ class StoreMachine(RuleBasedStateMachine):
         expected.sort(key=lambda f: f.position, reverse=True)
         actual = list(self.kbs[run].subscribe(tag, scope=scope, read_only_from_adapters=allow))
         assert expected == actual
+        if allow == []:
+            return
+        [receipt] = list(self.store.event_log.read(after=self.model.head))
+        adapter = self._adapter(None)
+        self.model.append(adapter)
+        assert isinstance(receipt.payload, RecallRecorded)
+        reader = (f"task-{RUNS[run]}", RUNS[run], adapter)
+        assert reader == (receipt.producer_task_id, receipt.run_id, receipt.source_adapter)
+        assert reader == (receipt.payload.task_id, receipt.payload.run_id, receipt.payload.adapter)
+        assert tuple(f.position for f in expected) == receipt.payload.included
+        self.model.exposed.setdefault(reader[:2], set()).update(receipt.payload.included)
 
     @rule(
         run=st.integers(0, len(RUNS) - 1),

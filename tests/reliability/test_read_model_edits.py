@@ -21,6 +21,7 @@ from eventlog import (
     open_log,
 )
 from projections import (
+    QUARANTINED,
     READ_MODEL_MISMATCH,
     CrossTaskKB,
     MemoryTrustPolicy,
@@ -365,12 +366,10 @@ def test_a_long_running_handle_never_serves_quarantined_poison_after_an_edit(
         long_running.close()
 
 
-def test_a_quarantined_row_shown_by_hand_is_kept_out_of_the_prompt(
-    quarantined: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_a_quarantined_row_shown_by_hand_is_kept_out_of_the_prompt(quarantined: Path) -> None:
     """`UPDATE fl_memory SET hidden = 0` alone (checkpoints intact): a prompt built through a
     handle opened before or after, even one trusting evil-cli, holds the row to the
-    quarantine table, keeps it out as read_model_mismatch (`hidden`) and logs it."""
+    quarantine table and keeps it out as quarantined (the verdict tries quarantine first)."""
     trusting = MemoryTrustPolicy(trusted_adapters=frozenset({"evil-cli"}))
     long_running = SQLiteMemoryStore(quarantined)
     try:
@@ -379,13 +378,10 @@ def test_a_quarantined_row_shown_by_hand_is_kept_out_of_the_prompt(
             for store in (long_running, fresh):
                 recall = recall_memory(store, ["backend"], limit=10, trust_policy=trusting)
                 assert POISON not in recall.text and "evil says hi" not in recall.text
-                kept_out = {e.position for e in recall.excluded if e.reason == READ_MODEL_MISMATCH}
-                assert {2, 5} == kept_out
+                assert {2, 5} == {e.position for e in recall.excluded if e.reason == QUARANTINED}
+                assert {2, 5}.isdisjoint(recall.included)
     finally:
         long_running.close()
-    assert {(2, ("hidden",)), (5, ("hidden",))} == {
-        (r.position, tuple(r.fields)) for r in mismatches(caplog)
-    }
 
 
 def test_a_read_only_view_refuses_a_read_model_edited_under_it(quarantined: Path) -> None:

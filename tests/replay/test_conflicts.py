@@ -23,6 +23,7 @@ from replay import (
     approve,
     as_of,
     blast_radius,
+    diff,
     generate_key,
     history,
     init_postgres,
@@ -123,12 +124,13 @@ def test_deny_records_a_non_owners_version_that_never_becomes_current(trusted: P
     set_conflict_policy(trusted, "schema", "deny", owners=OWNER)
     evil = publish(trusted, "codex", "evil")
     assert [("v1", "claude-code")] == current(trusted)
-    publish(trusted, "claude-code", "v2")
+    with SQLiteMemoryStore(trusted) as store:
+        v2 = kb(store, "claude-code").publish("schema", "users", "v2", scope="project")
     found = history(trusted, tag="schema")
     radius = blast_radius(trusted, source_adapter="codex")
     assert [("v2", "claude-code")] == current(trusted)
     assert [(evil, "denied", 1)] == [(h.position, h.status, h.contested) for h in found.held]
-    assert [1, 4] == [v.position for v in found.versions]
+    assert [1, v2.position] == [v.position for v in found.versions]
     assert [evil] == [h.position for h in radius.held]
     with pytest.raises(InvalidInputError):
         approve(trusted, evil)
@@ -145,6 +147,27 @@ def test_hold_waits_for_an_operator(trusted: Path) -> None:
     reject(trusted, second, reason="not reviewed")
     assert [("v2", "codex")] == current(trusted)
     assert [(first, "approved", "codex"), (second, "rejected", "gemini-cli")] == held(trusted)
+
+
+def test_diff_credits_the_approval_that_made_a_version_current(trusted: Path) -> None:
+    """A held version made current by an approval is credited to the approval, not to its
+    own publish nor to a later publish the policy held in turn."""
+    set_conflict_policy(trusted, "schema", "hold", scope="project")
+    with SQLiteMemoryStore(trusted) as store:
+        start = store.event_log.head().position
+        held = kb(store, "codex").publish("schema", "users", "v2", scope="project")
+    approved = approve(trusted, held.position)
+    with SQLiteMemoryStore(trusted) as store:
+        kb(store, "gemini-cli").publish("schema", "users", "v3", scope="project")
+        end = store.event_log.head().position
+    [change] = diff(trusted, start, end, tag="schema").changed
+    assert ("v1", "v2", approved, "fact_approved", "codex") == (
+        change.old_value,
+        change.new_value,
+        change.by_position,
+        change.by_kind,
+        change.new_source_adapter,
+    )
 
 
 def test_an_approval_never_overrides_a_later_version(trusted: Path) -> None:

@@ -192,14 +192,16 @@ def operator_script(log: str | Path, cache: Path | None, tmp_path: Path) -> list
     results.append(set_conflict_policy(log, "schema", "hold", scope="project", cache=cache))
     caught_up(log, cache)
     first, second = publish("codex", "v2"), publish("gemini-cli", "v3")
-    results += [approve(log, first, cache=cache), current()]
+    results.append(approve(log, first, cache=cache))
     caught_up(log, cache)
-    results += [reject(log, second, reason="not reviewed", cache=cache), current()]
+    results += [current(), reject(log, second, reason="not reviewed", cache=cache)]
     caught_up(log, cache)
+    results.append(current())
     held = quarantine(log, source_adapter="codex", reason="suspect", cache=cache)
     caught_up(log, cache)
-    results += [held, current(), release(log, held, reason="cleared", cache=cache), current()]
+    results += [held, current(), release(log, held, reason="cleared", cache=cache)]
     caught_up(log, cache)
+    results.append(current())
     source = tmp_path / "legacy" / "memory.db"
     if not source.exists():
         legacy_file(source, ROWS)
