@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import assert_never
 
 import msgspec
 
 from eventlog import (
+    ConflictPolicySet,
+    EventPayload,
+    FactApproved,
     FactPublished,
+    FactRejected,
     InvalidInputError,
     MemoryAdded,
     MemoryRemoved,
@@ -17,6 +22,7 @@ from eventlog import (
     OperatorRemoved,
     QuarantineApplied,
     QuarantineReleased,
+    RecallRecorded,
     RecordedEvent,
     open_log,
 )
@@ -25,21 +31,6 @@ from eventlog.signing import authorization_of, claims_of
 from projections import Row, conflicts, default_projectors, inquiries, read_model_at_head
 from replay.conflicts import HeldVersion, held_version
 from replay.lineage import Descendant, descendant_levels
-
-ACTOR_KINDS = frozenset(
-    (
-        "memory_added",
-        "fact_published",
-        "memory_removed",
-        "memory_reweighted",
-        "quarantine_applied",
-        "quarantine_released",
-        "operator_added",
-        "operator_removed",
-    )
-)
-"""Kinds listed as what a suspect did: every kind but recall receipts, which `exposed` and
-`shielded` list."""
 
 
 class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -116,6 +107,8 @@ class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
     since_position: int
     head_position: int
     events: list[SuspectEvent]
+    """Everything the suspect did but read: every kind of event except recall receipts,
+    which `exposed` and `shielded` list."""
     live_facts: list[LiveFact]
     live_entries: list[LiveEntry]
     overwritten: list[Replacement]
@@ -127,7 +120,7 @@ class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
     held: list[HeldVersion] = []
     """Suspect fact versions a conflict policy kept from becoming current."""
     descendants: list[list[Descendant]] = []
-    """Writes derived from suspect events (by exposed tasks after their exposure, or
+    """Writes derived from suspect events (by exposed readers after their exposure, or
     declared), level by level, each with the prompts it reached in turn."""
 
 
@@ -161,18 +154,22 @@ def blast_radius(
         projectors = default_projectors(event_log.log_id)
         with read_model_at_head(event_log, projectors, cache=cache) as (snap, model):
             head = snap.head().position
-            found = [
-                r
-                for r in snap.read(after=since, until=head)
-                if r.kind in ACTOR_KINDS
-                and (adapter is None or r.source_adapter == adapter)
-                and (producer is None or r.producer_task_id == producer)
-                and (not wanted or r.position in wanted)
-            ]
+            found: list[tuple[RecordedEvent, str]] = []
+            for record in snap.read(after=since, until=head):
+                if (
+                    (adapter is not None and record.source_adapter != adapter)
+                    or (producer is not None and record.producer_task_id != producer)
+                    or (wanted and record.position not in wanted)
+                ):
+                    continue
+                subject = _subject(record.payload)
+                if subject is not None:
+                    found.append((record, subject))
             refused = {
-                row[0]: row[3] for row in inquiries.unauthorized(model, [r.position for r in found])
+                row[0]: row[3]
+                for row in inquiries.unauthorized(model, [r.position for r, _ in found])
             }
-            events = [_suspect(r, refused.get(r.position)) for r in found]
+            events = [_suspect(r, subject, refused.get(r.position)) for r, subject in found]
             suspects = [e.position for e in events]
             suspect_set = set(suspects)
             touching = inquiries.receipts_touching(model, suspects)
@@ -226,12 +223,12 @@ def blast_radius(
         event_log.close()
 
 
-def _suspect(record: RecordedEvent, refused: str | None) -> SuspectEvent:
+def _suspect(record: RecordedEvent, subject: str, refused: str | None) -> SuspectEvent:
     signature = authorization_of(record.payload)
     return SuspectEvent(
         position=record.position,
         kind=record.kind,
-        subject=_subject(record),
+        subject=subject,
         producer_task_id=record.producer_task_id,
         source_adapter=record.source_adapter,
         run_id=record.run_id,
@@ -242,28 +239,38 @@ def _suspect(record: RecordedEvent, refused: str | None) -> SuspectEvent:
     )
 
 
-def _subject(record: RecordedEvent) -> str:
-    """What an event wrote, named without its content."""
-    payload = record.payload
-    if isinstance(payload, FactPublished):
-        return f"fact {payload.scope}/{payload.tag}/{payload.key}"
-    if isinstance(payload, MemoryAdded):
-        entry = f"{payload.type} entry tagged {','.join(payload.tags) or '-'}"
-        claims = claims_of(payload)
-        return entry if claims is None else f"import of legacy row {claims.id}: {entry}"
-    if isinstance(payload, MemoryRemoved):
-        return f"{payload.reason} entries {','.join(map(str, payload.entry_ids))}"
-    if isinstance(payload, MemoryReweighted):
-        return f"importance x{payload.factor:g} for every entry"
-    if isinstance(payload, QuarantineApplied):
-        return "quarantine of " + _selectors(payload)
-    if isinstance(payload, QuarantineReleased):
-        return f"release of the quarantine at {payload.quarantine_position}"
-    if isinstance(payload, OperatorAdded):
-        return f"operator key {payload.key_id} ({payload.name}) added"
-    if isinstance(payload, OperatorRemoved):
-        return f"operator key {payload.key_id} removed"
-    return record.kind
+def _subject(payload: EventPayload) -> str | None:
+    """What an event did, named without its content; None for a read (a recall receipt)."""
+    match payload:
+        case RecallRecorded():
+            return None
+        case FactPublished():
+            return f"fact {payload.scope}/{payload.tag}/{payload.key}"
+        case MemoryAdded():
+            entry = f"{payload.type} entry tagged {','.join(payload.tags) or '-'}"
+            claims = claims_of(payload)
+            return entry if claims is None else f"import of legacy row {claims.id}: {entry}"
+        case MemoryRemoved():
+            return f"{payload.reason} entries {','.join(map(str, payload.entry_ids))}"
+        case MemoryReweighted():
+            return f"importance x{payload.factor:g} for every entry"
+        case QuarantineApplied():
+            return "quarantine of " + _selectors(payload)
+        case QuarantineReleased():
+            return f"release of the quarantine at {payload.quarantine_position}"
+        case OperatorAdded():
+            return f"operator key {payload.key_id} ({payload.name}) added"
+        case OperatorRemoved():
+            return f"operator key {payload.key_id} removed"
+        case ConflictPolicySet():
+            scope = payload.scope if isinstance(payload.scope, str) else "every scope"
+            return f"conflict policy {payload.on_conflict} for tag {payload.tag} in {scope}"
+        case FactApproved():
+            return f"approval of the held version at {payload.position}"
+        case FactRejected():
+            return f"rejection of the held version at {payload.position}"
+        case _:
+            assert_never(payload)
 
 
 def _selectors(payload: QuarantineApplied) -> str:
