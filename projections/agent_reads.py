@@ -415,6 +415,9 @@ def _receipt(
         rendered_hash=content_hash(msgspec.json.encode(facts)),
     )
     event = NewEvent(
-        payload=receipt, producer_task_id=identity.task_id, run_id=identity.run_id or None
+        payload=receipt,
+        producer_task_id=identity.task_id,
+        run_id=identity.run_id or None,
+        source_adapter=identity.adapter,
     )
     return tx.append([event])[0].position

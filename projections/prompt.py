@@ -147,7 +147,14 @@ def recall_memory(
     )
     with store.write_transaction() as tx:
         recorded = tx.append(
-            [NewEvent(payload=receipt, producer_task_id=task_id or "", run_id=run_id)]
+            [
+                NewEvent(
+                    payload=receipt,
+                    producer_task_id=task_id or "",
+                    run_id=run_id,
+                    source_adapter=adapter,
+                )
+            ]
         )
     return Recall(
         text=text,

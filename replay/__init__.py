@@ -14,6 +14,7 @@ from replay.forensics import (
     LiveFact,
     Replacement,
     SuspectEvent,
+    SuspectReceipt,
     blast_radius,
 )
 from replay.history import (
@@ -93,6 +94,7 @@ __all__ = [
     "RebuildReport",
     "Replacement",
     "SuspectEvent",
+    "SuspectReceipt",
     "TableComparison",
     "UnsignedCheckpointError",
     "add_operator",

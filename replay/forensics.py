@@ -29,6 +29,7 @@ from eventlog import (
 from eventlog.checks import check_optional_identifier, check_position, check_positions
 from eventlog.signing import authorization_of, claims_of
 from projections import Row, conflicts, default_projectors, inquiries, read_model_at_head
+from projections import lineage as graph
 from replay.conflicts import HeldVersion, held_version
 from replay.lineage import Descendant, descendant_levels
 
@@ -48,6 +49,26 @@ class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
     """For an operator action: the id of the key whose signature it carries, if any."""
     unauthorized: str | None = None
     """For an operator action that took no effect: why (the log's operators did not sign it)."""
+
+
+class SuspectReceipt(msgspec.Struct, frozen=True, kw_only=True):
+    """A recall receipt the suspect wrote: a read, and the reader it named."""
+
+    position: int
+    producer_task_id: str
+    source_adapter: str | None
+    """The adapter that appended it (on PostgreSQL, the one its login is bound to)."""
+    task_id: str | None
+    run_id: str | None
+    adapter: str | None
+    """The adapter its payload names as the reader's."""
+    included: tuple[int, ...]
+    kept_out: int
+    links: bool
+    """Whether later writes by the reader it names (its `source_adapter`, `task_id` and
+    `run_id`) are derived from what it included: false when it names no task, or names
+    another adapter than the one that appended it."""
+    ts_ns: int
 
 
 class LiveFact(msgspec.Struct, frozen=True, kw_only=True):
@@ -107,8 +128,7 @@ class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
     since_position: int
     head_position: int
     events: list[SuspectEvent]
-    """Everything the suspect did but read: every kind of event except recall receipts,
-    which `exposed` and `shielded` list."""
+    """Everything the suspect did but read: every kind of event except recall receipts."""
     live_facts: list[LiveFact]
     live_entries: list[LiveEntry]
     overwritten: list[Replacement]
@@ -122,6 +142,8 @@ class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
     descendants: list[list[Descendant]] = []
     """Writes derived from suspect events (by exposed readers after their exposure, or
     declared), level by level, each with the prompts it reached in turn."""
+    receipts: list[SuspectReceipt] = []
+    """The recall receipts the suspect wrote (its reads), each with the reader it named."""
 
 
 def blast_radius(
@@ -155,6 +177,7 @@ def blast_radius(
         with read_model_at_head(event_log, projectors, cache=cache) as (snap, model):
             head = snap.head().position
             found: list[tuple[RecordedEvent, str]] = []
+            receipts: list[SuspectReceipt] = []
             for record in snap.read(after=since, until=head):
                 if (
                     (adapter is not None and record.source_adapter != adapter)
@@ -163,7 +186,9 @@ def blast_radius(
                 ):
                     continue
                 subject = _subject(record.payload)
-                if subject is not None:
+                if subject is None:
+                    receipts.append(_receipt(record))
+                else:
                     found.append((record, subject))
             refused = {
                 row[0]: row[3]
@@ -218,6 +243,7 @@ def blast_radius(
                 shielded=[_exposure(r) for r in touching if not r[5]],
                 held=[held_version(r) for r in conflicts.held_versions(model, suspects)],
                 descendants=descendant_levels(snap, model, suspects, bound),
+                receipts=receipts,
             )
     finally:
         event_log.close()
@@ -236,6 +262,23 @@ def _suspect(record: RecordedEvent, subject: str, refused: str | None) -> Suspec
         content_hash=record.content_hash,
         signed_by=None if signature is None else signature.key_id,
         unauthorized=refused,
+    )
+
+
+def _receipt(record: RecordedEvent) -> SuspectReceipt:
+    receipt = record.payload
+    assert isinstance(receipt, RecallRecorded)
+    return SuspectReceipt(
+        position=record.position,
+        producer_task_id=record.producer_task_id,
+        source_adapter=record.source_adapter,
+        task_id=receipt.task_id,
+        run_id=receipt.run_id,
+        adapter=receipt.adapter,
+        included=receipt.included,
+        kept_out=len(receipt.excluded),
+        links=graph.receipt_reader(record, receipt) is not None,
+        ts_ns=record.ts_ns,
     )
 
 

@@ -103,7 +103,7 @@ def test_receipt_names_included_and_excluded_with_reasons(seeded: SQLiteMemorySt
     assert head == receipt.head_position
     assert content_hash(text.encode()) == receipt.rendered_hash
     recorded = list(seeded.event_log.read())[-1]
-    assert ("backend-1", "run-9", None) == (
+    assert ("backend-1", "run-9", "claude-code") == (
         recorded.producer_task_id,
         recorded.run_id,
         recorded.source_adapter,

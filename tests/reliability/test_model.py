@@ -93,6 +93,8 @@ INVISIBLE_NAMES = ("api\u200b", "\u3164", "api\ufe0f", "a\u034fpi", "api\U000e00
 """Tags and keys holding a character a reader cannot see."""
 READERS = (None, ("t1", None), ("task-run-a", "run-a"), ("task-run-b", "run-b"))
 """Who builds a prompt (task, run): the writers `add` and the facades write as, or nobody."""
+Reader = tuple[str, str, str]
+"""(adapter, task, run), '' for none: who a receipt exposed, and whose receipts a write follows."""
 ON_CONFLICT = ("allow", "deny", "hold")
 
 
@@ -143,8 +145,10 @@ class Model:
     removed: set[str] = field(default_factory=set)
     adapters: dict[int, str] = field(default_factory=dict)
     """The adapter each event was written under, where it was written under one."""
-    exposed: dict[tuple[str, str], set[int]] = field(default_factory=dict)
-    """What reached each (task, run or '') through a recall receipt so far."""
+    exposed: dict[Reader, set[int]] = field(default_factory=dict)
+    """What reached each reader through a recall receipt so far: the adapter that appended
+    the receipt, with the task and run it names (a receipt naming another adapter in its
+    payload than in its envelope exposes no one)."""
     sources: dict[int, set[int]] = field(default_factory=dict)
     """Lineage: each write's sources, exposed to its writer or declared (`derived_from`)."""
     policies: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -161,11 +165,17 @@ class Model:
     def write(
         self, adapter: str | None, producer: str, run_id: str | None, derived_from: list[int]
     ) -> int:
-        """Count a write and record its sources: what reached its writer, and what it names."""
+        """Count a write and record its sources: what reached its writer (its adapter, task
+        and run) before it, and what it names."""
         position = self.append(adapter)
-        exposed = self.exposed.get((producer, run_id or ""), set())
+        exposed = self.exposed.get((adapter or "", producer, run_id or ""), set())
         self.sources[position] = exposed | set(derived_from)
         return position
+
+    def expose(self, reader: Reader, included: tuple[int, ...]) -> None:
+        """Record what a receipt for `reader` included (a task is needed to be exposed)."""
+        if reader[1]:
+            self.exposed.setdefault(reader, set()).update(included)
 
     def taint_source(self, position: int) -> int | None:
         """The earliest ancestor of `position` that is untrusted or quarantined, if any."""
@@ -528,6 +538,7 @@ class StoreMachine(RuleBasedStateMachine):
         tags=tag_lists,
         limit=limits,
         reader=st.sampled_from(READERS),
+        adapter=adapters,
         propagate=st.sampled_from([True, True, True, False]),
     )
     def recall(
@@ -535,16 +546,23 @@ class StoreMachine(RuleBasedStateMachine):
         tags: list[str],
         limit: int,
         reader: tuple[str, str | None] | None,
+        adapter: str | None,
         propagate: bool,
     ) -> None:
-        """Build a prompt as a task: what it includes reaches that task (lineage); an entry
-        with an untrusted or quarantined ancestor is kept out as `tainted`, and the next
-        trusted one takes its place."""
+        """Build a prompt as a task under an adapter: what it includes reaches that (adapter,
+        task, run) (lineage); an entry with an untrusted or quarantined ancestor is kept out
+        as `tainted`, and the next trusted one takes its place."""
         policy = MemoryTrustPolicy(trusted_adapters=frozenset({TRUSTED}), propagate_taint=propagate)
         task_id, run_id = reader or (None, None)
         wanted = tuple(dict.fromkeys(tags))
         text = load_persistent_memory(
-            self.store, tags, trust_policy=policy, limit=limit, task_id=task_id, run_id=run_id
+            self.store,
+            tags,
+            trust_policy=policy,
+            limit=limit,
+            task_id=task_id,
+            run_id=run_id,
+            adapter=adapter,
         )
         model = self.model
         trusted = model.ranked(wanted, lambda row: row.adapter in (None, TRUSTED))
@@ -569,7 +587,7 @@ class StoreMachine(RuleBasedStateMachine):
         if len(top) >= limit + len(tainted):
             refused = [item for item in refused if item[0] > top[-1][0]]
         [receipt] = list(self.store.event_log.read(after=model.head))
-        model.append()
+        model.append(adapter)
         assert isinstance(receipt.payload, RecallRecorded)
         assert tuple(entry_id for _, entry_id, _ in included) == receipt.payload.included
         assert [
@@ -579,10 +597,7 @@ class StoreMachine(RuleBasedStateMachine):
                 for _, i, _ in refused[:200]
             ),
         ] == [(e.position, e.reason, e.source) for e in receipt.payload.excluded]
-        if task_id is not None:
-            model.exposed.setdefault((task_id, run_id or ""), set()).update(
-                receipt.payload.included
-            )
+        model.expose((adapter or "", task_id or "", run_id or ""), receipt.payload.included)
         StoreMachine.tainted += len(tainted)
         assert (text == "") == (not included)
         for _, _, row in included:
