@@ -41,6 +41,7 @@ from projections import (
     load_persistent_memory,
 )
 from projections.prompt import visible
+from projections.taint import taint
 from replay.conflicts import approve, reject, set_conflict_policy
 from replay.errors import NotAuthorizedError
 from replay.keys import OperatorKey, generate_key, read_operator_key
@@ -93,6 +94,11 @@ INVISIBLE_NAMES = ("api\u200b", "\u3164", "api\ufe0f", "a\u034fpi", "api\U000e00
 """Tags and keys holding a character a reader cannot see."""
 READERS = (None, ("t1", None), ("task-run-a", "run-a"), ("task-run-b", "run-b"))
 """Who builds a prompt (task, run): the writers `add` and the facades write as, or nobody."""
+RUNS_OF = {f"task-{run}": index for index, run in enumerate(RUNS)}
+"""The facades' producer tasks, each with the index of its run."""
+READER_ADAPTERS = (None, "codex", "claude-code", "gemini-cli")
+"""Adapters a forged receipt is appended under or names: the writers', the reopened
+handle's, none."""
 Reader = tuple[str, str, str]
 """(adapter, task, run), '' for none: who a receipt exposed, and whose receipts a write follows."""
 ON_CONFLICT = ("allow", "deny", "hold")
@@ -338,7 +344,9 @@ class StoreMachine(RuleBasedStateMachine):
     releases = 0
     refused = 0
     forged = 0
+    forged_receipts = 0
     tainted = 0
+    tainted_writes = 0
     held = 0
     decided = 0
     keys: ClassVar[dict[str, OperatorKey]] = {}
@@ -820,6 +828,94 @@ class StoreMachine(RuleBasedStateMachine):
         else:
             model.quarantines[position] = covered
 
+    @rule(
+        envelope=st.sampled_from(READER_ADAPTERS),
+        agree=st.sampled_from([True, True, False]),
+        reader=st.sampled_from(READERS),
+        data=st.data(),
+    )
+    def forge_a_receipt(
+        self,
+        envelope: str | None,
+        agree: bool,
+        reader: tuple[str, str | None] | None,
+        data: st.DataObject,
+    ) -> None:
+        """A receipt appended through `eventlog` directly, as a process that sets another
+        task's id would: under its own adapter (or none), naming a writer's task and run, and
+        now and then naming another adapter in its payload than in its envelope, or positions
+        not before it. It exposes (its envelope's adapter, its task, its run) to the earlier
+        positions it names, and only when its two adapters agree; no one else's writes are
+        linked to it. Mostly, the task it names writes next, under one of the two adapters
+        or another."""
+        model = self.model
+        task_id, run_id = reader or (None, None)
+        others = [a for a in READER_ADAPTERS if a != envelope]
+        named = envelope if agree else data.draw(st.sampled_from(others), label="named")
+        included = tuple(
+            data.draw(
+                st.lists(
+                    st.sampled_from([0, *range(1, model.head + 1), model.head + 1, model.head + 9]),
+                    max_size=4,
+                ),
+                label="included",
+            )
+        )
+        receipt = RecallRecorded(
+            task_id=task_id,
+            run_id=run_id,
+            adapter=named,
+            tags=("api",),
+            limit=len(included) or 1,
+            included=included,
+            excluded=(),
+            policy=MemoryTrustPolicy().settings(),
+            head_position=model.head,
+            rendered_hash=content_hash(b""),
+        )
+        log = open_log(self.db_path)
+        try:
+            event = NewEvent(
+                payload=receipt,
+                producer_task_id=task_id or "",
+                run_id=run_id,
+                source_adapter=envelope,
+            )
+            position = log.append(event).position
+        finally:
+            log.close()
+        assert model.append(envelope) == position
+        if named == envelope:
+            model.expose(
+                (envelope or "", task_id or "", run_id or ""),
+                tuple(p for p in included if 0 < p < position),
+            )
+        StoreMachine.forged_receipts += 1
+        self.store.close()
+        self.store = self._open()
+        self.kbs = self._facades()
+        writer = data.draw(st.sampled_from([envelope, envelope, named, *ADAPTERS]), label="writer")
+        if task_id in RUNS_OF:
+            self.publish(RUNS_OF[task_id], "project", [("api", "users", "w")], writer, True, data)
+        elif task_id is not None:
+            self.add("learning", "w", ["api"], 1.0, task_id, writer, data)
+        self.taint_of_every_write()
+
+    @rule()
+    def taint_of_every_write(self) -> None:
+        """Exactly the writes the model holds tainted (an untrusted or quarantined ancestor,
+        along receipts it honours and declared sources) are tainted, each by the earliest."""
+        model = self.model
+        policy = MemoryTrustPolicy(trusted_adapters=frozenset({TRUSTED}))
+        expected = {
+            position: source
+            for position in sorted(model.sources)
+            if (source := model.taint_source(position)) is not None
+        }
+        with self.store.snapshot() as snap:
+            assert expected == taint(snap, sorted(model.sources), policy)
+        StoreMachine.tainted_writes += len(expected)
+
     @rule(adapter=st.sampled_from([None, "gemini-cli"]))
     def reopen(self, adapter: str | None) -> None:
         self.store.close()
@@ -957,14 +1053,17 @@ def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
     prunes, recalls by tasks (whose later writes derive from what they read) and writes
     declaring their sources, quarantines and releases, conflict policies and approvals or
     rejections of held versions (signed or not, by operators or not), operator keys added
-    and removed, unsigned operator actions appended around the API, reopens and rebuild
-    checks: every read and every receipt (tainted entries kept out, naming their source)
-    equals the model's answer, the head is always the model's, and whenever checked the read
-    model equals a refold of the log."""
+    and removed, unsigned operator actions and forged receipts (another task's, under
+    another adapter, or with payload and envelope adapters that disagree) appended around
+    the API, reopens and rebuild checks: every read and every receipt (tainted entries kept
+    out, naming their source) equals the model's answer, exactly the writes the model holds
+    tainted are, the head is always the model's, and whenever checked the read model equals
+    a refold of the log."""
     StoreMachine.examples = StoreMachine.steps = 0
     StoreMachine.quarantines = StoreMachine.releases = 0
-    StoreMachine.refused = StoreMachine.forged = 0
-    StoreMachine.tainted = StoreMachine.held = StoreMachine.decided = 0
+    StoreMachine.refused = StoreMachine.forged = StoreMachine.forged_receipts = 0
+    StoreMachine.tainted = StoreMachine.tainted_writes = 0
+    StoreMachine.held = StoreMachine.decided = 0
     StoreMachine.keys = {name: read_operator_key(key_file(tmp_path, name)) for name in KEY_NAMES}
     run_state_machine_as_test(
         StoreMachine,
@@ -981,10 +1080,14 @@ def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
         f"model test: {StoreMachine.examples} examples, {StoreMachine.steps} checked states, "
         f"{StoreMachine.quarantines} quarantines, {StoreMachine.releases} releases, "
         f"{StoreMachine.refused} refused operator actions, {StoreMachine.forged} forged, "
-        f"{StoreMachine.tainted} kept out as tainted, {StoreMachine.held} held or denied, "
+        f"{StoreMachine.forged_receipts} forged receipts, "
+        f"{StoreMachine.tainted} kept out as tainted, "
+        f"{StoreMachine.tainted_writes} tainted writes checked, "
+        f"{StoreMachine.held} held or denied, "
         f"{StoreMachine.decided} decided"
     )
     assert StoreMachine.examples >= EXAMPLES
     assert StoreMachine.quarantines > 0 and StoreMachine.releases > 0
     assert StoreMachine.refused > 0 and StoreMachine.forged > 0
+    assert StoreMachine.forged_receipts > 0 and StoreMachine.tainted_writes > 0
     assert StoreMachine.tainted > 0 and StoreMachine.held > 0 and StoreMachine.decided > 0
