@@ -1,15 +1,23 @@
 """Lineage: which writes were derived from which events, and the taint that follows it.
 
-A write (a memory entry or a fact version) is derived from the events that reached its task
-earlier in the same run, as its recall receipts record (the positions each included), and
-from any positions its writer declared (`derived_from`). The projector folds both into
-edges child -> parent; a parent always precedes its child, so the graph has no cycles.
-What the graph means for trust is `projections.taint`'s.
+A write (a memory entry or a fact version) is derived from what reached its reader earlier,
+as recall receipts record (the positions each included), and from any positions its writer
+declared (`derived_from`). A reader is an (adapter, task, run): a receipt exposes the adapter
+that appended it (its envelope's `source_adapter`, which a PostgreSQL login cannot choose)
+with the task and run it names, and a receipt whose payload names another adapter than its
+envelope exposes no one. A write's reader is its own envelope's (adapter, producer, run); a
+write with no producer has none. So a receipt naming someone else's task under another
+adapter taints nothing of theirs.
+
+What reached a reader is kept once per position, in the reader's source set; a write links
+to that set (one row, however much its reader read), and draws on the members recorded
+before it. A parent always precedes its child, so the graph has no cycles. What the graph
+means for trust is `projections.taint`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from msgspec import UnsetType
 
@@ -25,12 +33,32 @@ from projections import sql
 from projections.projector import TableWriter
 from projections.reads import Readable, Row, over_positions
 
+Reader = tuple[str, str, str]
+"""A reader: (adapter, task, run), with '' for no adapter and no run."""
+
+
+def receipt_reader(record: RecordedEvent, receipt: RecallRecorded) -> Reader | None:
+    """The reader the receipt `record` exposed: the adapter that appended it, with the task
+    and run its payload names. None when it names no task, or names an adapter other than
+    the one that appended it (such a receipt links nothing)."""
+    if not receipt.task_id or receipt.adapter != record.source_adapter:
+        return None
+    return (record.source_adapter or "", receipt.task_id, receipt.run_id or "")
+
+
+def write_reader(record: RecordedEvent) -> Reader | None:
+    """The reader whose receipts the write `record` follows: its own adapter, producer and
+    run; None for a write with no producer."""
+    if not record.producer_task_id:
+        return None
+    return (record.source_adapter or "", record.producer_task_id, record.run_id or "")
+
 
 class LineageProjector:
-    """Folds recall receipts and declared sources into derivation edges."""
+    """Folds recall receipts and declared sources into readers' source sets and links."""
 
     name = "lineage"
-    version = 1
+    version = 2
     tables = sql.LINEAGE_TABLES
 
     def create(self, writer: TableWriter) -> None:
@@ -38,38 +66,48 @@ class LineageProjector:
             writer.execute(statement)
 
     def apply(self, writer: TableWriter, records: Sequence[RecordedEvent]) -> None:
-        # Each (task, run)'s exposures, read once per batch until a receipt adds to them.
-        exposures: dict[tuple[str, str], list[Row]] = {}
+        # Each reader's source set (None: nothing reached it yet), read once per batch.
+        sets: dict[Reader, int | None] = {}
+
+        def source_set(reader: Reader) -> int | None:
+            if reader not in sets:
+                found = writer.execute(sql.LINEAGE_READER_SET, reader)
+                sets[reader] = found[0][0] if found else None
+            return sets[reader]
+
         for record in records:
             payload = record.payload
             if isinstance(payload, RecallRecorded):
-                if payload.task_id:
-                    run = payload.run_id or ""
-                    writer.executemany(
-                        sql.LINEAGE_EXPOSURE_INSERT,
-                        [(payload.task_id, run, p, record.position) for p in payload.included],
-                    )
-                    exposures.pop((payload.task_id, run), None)
+                reader = receipt_reader(record, payload)
+                exposed = [p for p in payload.included if 0 < p < record.position]
+                if reader is None or not exposed:
+                    continue
+                named = source_set(reader)
+                if named is None:
+                    named = sets[reader] = record.position
+                    writer.execute(sql.LINEAGE_READER_INSERT, (*reader, named))
+                writer.executemany(
+                    sql.LINEAGE_SOURCE_INSERT, [(named, p, record.position) for p in exposed]
+                )
             elif isinstance(payload, (MemoryAdded, FactPublished)):
-                exposed: list[Row] = []
-                if record.producer_task_id:
-                    key = (record.producer_task_id, record.run_id or "")
-                    if key not in exposures:
-                        exposures[key] = writer.execute(sql.LINEAGE_EXPOSURES_OF, key)
-                    exposed = exposures[key]
-                _derive(writer, record, exposed, declared_sources(payload))
+                _link(writer, record, source_set, declared_sources(payload))
 
 
-def _derive(
-    writer: TableWriter, record: RecordedEvent, exposed: Sequence[Row], declared: Sequence[int]
+def _link(
+    writer: TableWriter,
+    record: RecordedEvent,
+    source_set: Callable[[Reader], int | None],
+    declared: Sequence[int],
 ) -> None:
-    edges: dict[int, int | None] = {parent: via for parent, via in exposed}
-    for parent in declared:
-        edges.setdefault(parent, None)
-    writer.executemany(
-        sql.LINEAGE_EDGE_INSERT,
-        [(record.position, p, via) for p, via in edges.items() if 0 < p < record.position],
-    )
+    """Link a write to its reader's source set, and to a set of its own declared sources."""
+    reader = write_reader(record)
+    read = None if reader is None else source_set(reader)
+    links = [] if read is None else [read]
+    own = sorted({p for p in declared if 0 < p < record.position})
+    if own:
+        writer.executemany(sql.LINEAGE_SOURCE_INSERT, [(record.position, p, None) for p in own])
+        links.append(record.position)
+    writer.executemany(sql.LINEAGE_WRITE_INSERT, [(record.position, s) for s in links])
 
 
 def declared_sources(payload: MemoryAdded | FactPublished) -> tuple[int, ...]:
@@ -92,12 +130,12 @@ def check_sources(head: int, events: Iterable[NewEvent]) -> None:
 
 
 def parents(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """(child, parent, via receipt or None) for every edge into `positions`."""
+    """(child, parent, via receipt or None) for every link into `positions`."""
     return over_positions(db, sql.LINEAGE_PARENTS, positions)
 
 
 def children(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """(parent, child, via receipt or None) for every edge out of `positions`."""
+    """(parent, child, via receipt or None) for every link out of `positions`."""
     return over_positions(db, sql.LINEAGE_CHILDREN, positions)
 
 

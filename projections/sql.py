@@ -465,46 +465,72 @@ TABLE_CHUNK_AFTER = (
 
 # -- lineage: which writes were derived from which events -----------------------------------
 
-LINEAGE_TABLES = ("fl_lineage_edge", "fl_lineage_exposure")
+LINEAGE_TABLES = ("fl_lineage_reader", "fl_lineage_source", "fl_lineage_write")
 LINEAGE_DDL = (
-    # `via` is the recall receipt that brought `parent` to the writer's task, or NULL for a
-    # source the writer declared (`derived_from`).
-    """CREATE TABLE fl_lineage_edge (
-        child INTEGER NOT NULL,
-        parent INTEGER NOT NULL,
-        via INTEGER,
-        PRIMARY KEY (child, parent)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX fl_lineage_by_parent ON fl_lineage_edge (parent, child)",
-    # What reached each (task, run) through a receipt so far: the sources of its next writes.
-    """CREATE TABLE fl_lineage_exposure (
+    # Version 1's tables (an edge per exposed position per write), gone from an upgraded model.
+    "DROP TABLE IF EXISTS fl_lineage_edge",
+    "DROP TABLE IF EXISTS fl_lineage_exposure",
+    # Each reader (adapter, task, run; '' for none) a receipt exposed to anything, and its
+    # source set: named by the position of the first such receipt.
+    """CREATE TABLE fl_lineage_reader (
+        adapter_key TEXT NOT NULL,
         task_id TEXT NOT NULL,
         run_key TEXT NOT NULL,
-        event_position INTEGER NOT NULL,
-        receipt_position INTEGER NOT NULL,
-        PRIMARY KEY (task_id, run_key, event_position)
+        source_set INTEGER NOT NULL,
+        PRIMARY KEY (adapter_key, task_id, run_key)
     ) WITHOUT ROWID""",
+    # The members of each source set, once per position: what reached a reader, with the
+    # first receipt that included it (`via`), or what a write declared (`via` NULL; the
+    # set is named by the write's own position).
+    """CREATE TABLE fl_lineage_source (
+        source_set INTEGER NOT NULL,
+        event_position INTEGER NOT NULL,
+        via INTEGER,
+        PRIMARY KEY (source_set, event_position)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX fl_lineage_source_by_event ON fl_lineage_source (event_position)",
+    # The source sets each write draws on: its reader's (the members recorded before the
+    # write) and its own declared one. At most two rows a write, however much it read.
+    """CREATE TABLE fl_lineage_write (
+        position INTEGER NOT NULL,
+        source_set INTEGER NOT NULL,
+        PRIMARY KEY (position, source_set)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX fl_lineage_write_by_set ON fl_lineage_write (source_set, position)",
 )
-LINEAGE_EXPOSURE_INSERT = (
-    "INSERT OR IGNORE INTO fl_lineage_exposure (task_id, run_key, event_position, "
-    "receipt_position) VALUES (?, ?, ?, ?)"
+LINEAGE_READER_SET = (
+    "SELECT source_set FROM fl_lineage_reader WHERE adapter_key = ? AND task_id = ? AND run_key = ?"
 )
-LINEAGE_EXPOSURES_OF = (
-    "SELECT event_position, receipt_position FROM fl_lineage_exposure "
-    "WHERE task_id = ? AND run_key = ?"
+LINEAGE_READER_INSERT = (
+    "INSERT INTO fl_lineage_reader (adapter_key, task_id, run_key, source_set) VALUES (?, ?, ?, ?)"
 )
-LINEAGE_EDGE_INSERT = "INSERT OR IGNORE INTO fl_lineage_edge (child, parent, via) VALUES (?, ?, ?)"
+LINEAGE_SOURCE_INSERT = (
+    "INSERT OR IGNORE INTO fl_lineage_source (source_set, event_position, via) VALUES (?, ?, ?)"
+)
+LINEAGE_WRITE_INSERT = "INSERT INTO fl_lineage_write (position, source_set) VALUES (?, ?)"
+_LINEAGE_LINK = (
+    "fl_lineage_write w JOIN fl_lineage_source s "
+    "ON s.source_set = w.source_set AND coalesce(s.via, 0) < w.position"
+)
+"""A write and each source it draws on: members of its sets recorded before it."""
 LINEAGE_PARENTS = (
-    "SELECT child, parent, via FROM fl_lineage_edge WHERE child IN ({marks}) ORDER BY child, parent"
+    f"SELECT w.position, s.event_position, min(s.via) FROM {_LINEAGE_LINK} "
+    "WHERE w.position IN ({marks}) GROUP BY w.position, s.event_position "
+    "ORDER BY w.position, s.event_position"
 )
+"""(child, parent, via receipt or NULL) for every link into the given positions; a parent
+both read and declared is linked once, via its receipt."""
 LINEAGE_CHILDREN = (
-    "SELECT parent, child, via FROM fl_lineage_edge WHERE parent IN ({marks}) "
-    "ORDER BY parent, child"
+    f"SELECT s.event_position, w.position, min(s.via) FROM {_LINEAGE_LINK} "
+    "WHERE s.event_position IN ({marks}) GROUP BY s.event_position, w.position "
+    "ORDER BY s.event_position, w.position"
 )
+"""(parent, child, via receipt or NULL) for every link out of the given positions."""
 LINEAGE_ANCESTORS = (
     "WITH RECURSIVE up (root, position) AS ("
-    "SELECT child, parent FROM fl_lineage_edge WHERE child IN ({marks}) "
-    "UNION SELECT up.root, e.parent FROM up JOIN fl_lineage_edge e ON e.child = up.position) "
+    f"SELECT w.position, s.event_position FROM {_LINEAGE_LINK} WHERE w.position IN ({{marks}}) "
+    f"UNION SELECT up.root, s.event_position FROM up JOIN {_LINEAGE_LINK} "
+    "AND w.position = up.position) "
     "SELECT root, position FROM up ORDER BY root, position"
 )
 """(position, ancestor) for every ancestor of each given position, nearest or not."""

@@ -16,6 +16,7 @@ from replay.forensics import (
     LiveFact,
     Replacement,
     SuspectEvent,
+    SuspectReceipt,
     blast_radius,
 )
 from replay.history import (
@@ -96,6 +97,7 @@ __all__ = [
     "RebuildReport",
     "Replacement",
     "SuspectEvent",
+    "SuspectReceipt",
     "TableComparison",
     "UnsignedCheckpointError",
     "__version__",

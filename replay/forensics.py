@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import assert_never
 
 import msgspec
 
 from eventlog import (
+    ConflictPolicySet,
+    EventPayload,
+    FactApproved,
     FactPublished,
+    FactRejected,
     InvalidInputError,
     LegacyClaims,
     MemoryAdded,
@@ -18,29 +23,17 @@ from eventlog import (
     OperatorRemoved,
     QuarantineApplied,
     QuarantineReleased,
+    RecallRecorded,
     RecordedEvent,
     open_log,
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
 from eventlog.signing import authorization_of, claims_of
 from projections import Row, conflicts, default_projectors, inquiries, read_model_at_head
+from projections import lineage as graph
 from replay.conflicts import HeldVersion, held_version
 from replay.lineage import Descendant, descendant_levels
 
-ACTOR_KINDS = frozenset(
-    (
-        "memory_added",
-        "fact_published",
-        "memory_removed",
-        "memory_reweighted",
-        "quarantine_applied",
-        "quarantine_released",
-        "operator_added",
-        "operator_removed",
-    )
-)
-"""Kinds listed as what a suspect did: every kind but recall receipts, which `exposed` and
-`shielded` list."""
 _CLAIMS = msgspec.json.Decoder(LegacyClaims)
 
 
@@ -63,6 +56,26 @@ class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
     """For an import: what the legacy row said about itself, kept as claims. The producer,
     adapter, run and time above are the importer's; the claims count only for an import an
     operator signed (`signed_by`)."""
+
+
+class SuspectReceipt(msgspec.Struct, frozen=True, kw_only=True):
+    """A recall receipt the suspect wrote: a read, and the reader it named."""
+
+    position: int
+    producer_task_id: str
+    source_adapter: str | None
+    """The adapter that appended it (on PostgreSQL, the one its login is bound to)."""
+    task_id: str | None
+    run_id: str | None
+    adapter: str | None
+    """The adapter its payload names as the reader's."""
+    included: tuple[int, ...]
+    kept_out: int
+    links: bool
+    """Whether later writes by the reader it names (its `source_adapter`, `task_id` and
+    `run_id`) are derived from what it included: false when it names no task, or names
+    another adapter than the one that appended it."""
+    ts_ns: int
 
 
 class LiveFact(msgspec.Struct, frozen=True, kw_only=True):
@@ -127,6 +140,7 @@ class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
     since_position: int
     head_position: int
     events: list[SuspectEvent]
+    """Everything the suspect did but read: every kind of event except recall receipts."""
     live_facts: list[LiveFact]
     live_entries: list[LiveEntry]
     overwritten: list[Replacement]
@@ -138,8 +152,10 @@ class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
     held: list[HeldVersion] = []
     """Suspect fact versions a conflict policy kept from becoming current."""
     descendants: list[list[Descendant]] = []
-    """Writes derived from suspect events (by exposed tasks after their exposure, or
+    """Writes derived from suspect events (by exposed readers after their exposure, or
     declared), level by level, each with the prompts it reached in turn."""
+    receipts: list[SuspectReceipt] = []
+    """The recall receipts the suspect wrote (its reads), each with the reader it named."""
 
 
 def blast_radius(
@@ -172,18 +188,25 @@ def blast_radius(
         projectors = default_projectors(event_log.log_id)
         with read_model_at_head(event_log, projectors, cache=cache) as (snap, model):
             head = snap.head().position
-            found = [
-                r
-                for r in snap.read(after=since, until=head)
-                if r.kind in ACTOR_KINDS
-                and (adapter is None or r.source_adapter == adapter)
-                and (producer is None or r.producer_task_id == producer)
-                and (not wanted or r.position in wanted)
-            ]
+            found: list[tuple[RecordedEvent, str]] = []
+            receipts: list[SuspectReceipt] = []
+            for record in snap.read(after=since, until=head):
+                if (
+                    (adapter is not None and record.source_adapter != adapter)
+                    or (producer is not None and record.producer_task_id != producer)
+                    or (wanted and record.position not in wanted)
+                ):
+                    continue
+                subject = _subject(record.payload)
+                if subject is None:
+                    receipts.append(_receipt(record))
+                else:
+                    found.append((record, subject))
             refused = {
-                row[0]: row[3] for row in inquiries.unauthorized(model, [r.position for r in found])
+                row[0]: row[3]
+                for row in inquiries.unauthorized(model, [r.position for r, _ in found])
             }
-            events = [_suspect(r, refused.get(r.position)) for r in found]
+            events = [_suspect(r, subject, refused.get(r.position)) for r, subject in found]
             suspects = [e.position for e in events]
             suspect_set = set(suspects)
             touching = inquiries.receipts_touching(model, suspects)
@@ -234,17 +257,18 @@ def blast_radius(
                 shielded=[_exposure(r) for r in touching if not r[5]],
                 held=[held_version(r) for r in conflicts.held_versions(model, suspects)],
                 descendants=descendant_levels(snap, model, suspects, bound),
+                receipts=receipts,
             )
     finally:
         event_log.close()
 
 
-def _suspect(record: RecordedEvent, refused: str | None) -> SuspectEvent:
+def _suspect(record: RecordedEvent, subject: str, refused: str | None) -> SuspectEvent:
     signature = authorization_of(record.payload)
     return SuspectEvent(
         position=record.position,
         kind=record.kind,
-        subject=_subject(record),
+        subject=subject,
         producer_task_id=record.producer_task_id,
         source_adapter=record.source_adapter,
         run_id=record.run_id,
@@ -256,31 +280,58 @@ def _suspect(record: RecordedEvent, refused: str | None) -> SuspectEvent:
     )
 
 
-def _subject(record: RecordedEvent) -> str:
-    """What an event wrote, named without its content."""
-    payload = record.payload
-    if isinstance(payload, FactPublished):
-        return f"fact {payload.scope}/{payload.tag}/{payload.key}"
-    if isinstance(payload, MemoryAdded):
-        entry = f"{payload.type} entry tagged {','.join(payload.tags) or '-'}"
-        claims = claims_of(payload)
-        if claims is None:
-            return entry
-        signed = "signed" if authorization_of(payload) is not None else "unsigned"
-        return f"{signed} import of legacy row {claims.id}: {entry}"
-    if isinstance(payload, MemoryRemoved):
-        return f"{payload.reason} entries {','.join(map(str, payload.entry_ids))}"
-    if isinstance(payload, MemoryReweighted):
-        return f"importance x{payload.factor:g} for every entry"
-    if isinstance(payload, QuarantineApplied):
-        return "quarantine of " + _selectors(payload)
-    if isinstance(payload, QuarantineReleased):
-        return f"release of the quarantine at {payload.quarantine_position}"
-    if isinstance(payload, OperatorAdded):
-        return f"operator key {payload.key_id} ({payload.name}) added"
-    if isinstance(payload, OperatorRemoved):
-        return f"operator key {payload.key_id} removed"
-    return record.kind
+def _receipt(record: RecordedEvent) -> SuspectReceipt:
+    receipt = record.payload
+    assert isinstance(receipt, RecallRecorded)
+    return SuspectReceipt(
+        position=record.position,
+        producer_task_id=record.producer_task_id,
+        source_adapter=record.source_adapter,
+        task_id=receipt.task_id,
+        run_id=receipt.run_id,
+        adapter=receipt.adapter,
+        included=receipt.included,
+        kept_out=len(receipt.excluded),
+        links=graph.receipt_reader(record, receipt) is not None,
+        ts_ns=record.ts_ns,
+    )
+
+
+def _subject(payload: EventPayload) -> str | None:
+    """What an event did, named without its content; None for a read (a recall receipt)."""
+    match payload:
+        case RecallRecorded():
+            return None
+        case FactPublished():
+            return f"fact {payload.scope}/{payload.tag}/{payload.key}"
+        case MemoryAdded():
+            entry = f"{payload.type} entry tagged {','.join(payload.tags) or '-'}"
+            claims = claims_of(payload)
+            if claims is None:
+                return entry
+            signed = "signed" if authorization_of(payload) is not None else "unsigned"
+            return f"{signed} import of legacy row {claims.id}: {entry}"
+        case MemoryRemoved():
+            return f"{payload.reason} entries {','.join(map(str, payload.entry_ids))}"
+        case MemoryReweighted():
+            return f"importance x{payload.factor:g} for every entry"
+        case QuarantineApplied():
+            return "quarantine of " + _selectors(payload)
+        case QuarantineReleased():
+            return f"release of the quarantine at {payload.quarantine_position}"
+        case OperatorAdded():
+            return f"operator key {payload.key_id} ({payload.name}) added"
+        case OperatorRemoved():
+            return f"operator key {payload.key_id} removed"
+        case ConflictPolicySet():
+            scope = payload.scope if isinstance(payload.scope, str) else "every scope"
+            return f"conflict policy {payload.on_conflict} for tag {payload.tag} in {scope}"
+        case FactApproved():
+            return f"approval of the held version at {payload.position}"
+        case FactRejected():
+            return f"rejection of the held version at {payload.position}"
+        case _:
+            assert_never(payload)
 
 
 def _selectors(payload: QuarantineApplied) -> str:

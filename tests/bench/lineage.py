@@ -1,10 +1,17 @@
-"""`python -m tests.bench.lineage`: the prompt path's p50 with and without lineage.
+"""`python -m tests.bench.lineage`: what lineage costs reads and writes.
 
-Builds two stores of the same entries (same content, tags, importance and adapters); in one,
-`--edges` of them declare a source (`derived_from`) among earlier entries, a tenth of those
-under a foreign adapter, so prompt candidates walk their ancestry and some are tainted.
-Then times `load_persistent_memory` on both, in interleaved rounds, and prints both p50s and
-their ratio (the issue's bar: lineage within 1.5x).
+The prompt path: builds two stores of the same entries (same content, tags, importance and
+adapters); in one, `--edges` of them declare a source (`derived_from`) among earlier entries,
+a tenth of those under a foreign adapter, so prompt candidates walk their ancestry and some
+are tainted. Then times `load_persistent_memory` on both, in interleaved rounds, and prints
+both p50s and their ratio (the bar: lineage within 1.5x).
+
+The write path: in one store, a reader (adapter, task, run) makes `--recalls` recalls of
+`--recall-limit` entries each, every one of a different tag, so `recalls x limit` distinct
+positions reach it (the issue's case: 200 recalls of 100). Then times `add` by that reader
+and by a task that recalled nothing, in interleaved rounds, and prints both p50s, their
+ratio (the bar: within 1.5x), how many sources each of the reader's writes has, and how many
+lineage rows a write stores.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from projections import MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
+from projections import MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory, recall_memory
+from projections.lineage import parents
 from tests.bench.sampling import latencies_ms, percentile
 
 TAGS = [f"tag{i}" for i in range(40)]
@@ -84,7 +92,7 @@ def measure(entries: int, edges: int, calls: int, rounds: int, folder: Path) -> 
                     ),
                 )
         with with_.snapshot() as snap:
-            counted = snap.execute("SELECT count(*) FROM fl_lineage_edge")[0][0]
+            counted = snap.execute("SELECT count(*) FROM fl_lineage_source WHERE via IS NULL")[0][0]
     without_p50 = percentile(samples["without"], 50)
     with_p50 = percentile(samples["with"], 50)
     return {
@@ -97,16 +105,75 @@ def measure(entries: int, edges: int, calls: int, rounds: int, folder: Path) -> 
     }
 
 
+def measure_adds(
+    recalls: int, recall_limit: int, adds: int, rounds: int, folder: Path
+) -> dict[str, Any]:
+    """p50 (ms) of `add` by a reader after `recalls` recalls of `recall_limit` distinct
+    entries each, and by a task that recalled nothing, in one store, interleaved."""
+    path = folder / "writes.db"
+    tags = [f"recall{i}" for i in range(recalls)]
+    with SQLiteMemoryStore(path) as store:
+        store.add_many(
+            [
+                {"type": "learning", "content": f"entry {i}", "tags": [tags[i % recalls]]}
+                for i in range(recalls * recall_limit)
+            ]
+        )
+    samples: dict[str, list[float]] = {"none": [], "after": []}
+    task = {"none": "fresh-task", "after": "reader-task"}
+    with SQLiteMemoryStore(path, run_id="bench", source_adapter="claude-code") as store:
+        for tag in tags:
+            recall_memory(
+                store,
+                [tag],
+                trust_policy=POLICY,
+                limit=recall_limit,
+                task_id=task["after"],
+                run_id="bench",
+                adapter="claude-code",
+            )
+        for index in range(rounds):
+            for name in ["none", "after"] if index % 2 == 0 else ["after", "none"]:
+                samples[name] += latencies_ms(
+                    adds,
+                    lambda name=name: store.add("learning", "a write", ["out"], task_id=task[name]),
+                )
+        last = store.add("learning", "the last write", ["out"], task_id=task["after"])
+        with store.snapshot() as snap:
+            sources = len(parents(snap, [last]))
+            rows = snap.execute("SELECT count(*) FROM fl_lineage_write WHERE position = ?", (last,))
+    none_p50 = percentile(samples["none"], 50)
+    after_p50 = percentile(samples["after"], 50)
+    return {
+        "recalls": recalls,
+        "recall_limit": recall_limit,
+        "adds": len(samples["after"]),
+        "sources_per_write": sources,
+        "lineage_rows_per_write": rows[0][0],
+        "p50_ms_add_without_recalls": round(none_p50, 4),
+        "p50_ms_add_after_recalls": round(after_p50, 4),
+        "ratio": round(after_p50 / none_p50, 4),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.lineage", description=__doc__)
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--edges", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=200, help="prompt builds per round")
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--recalls", type=int, default=200, help="the reader's recalls")
+    parser.add_argument("--recall-limit", type=int, default=100, help="entries per recall")
+    parser.add_argument("--adds", type=int, default=50, help="adds per round and writer")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
-        figures = measure(args.entries, args.edges, args.calls, args.rounds, Path(folder))
+        figures = {
+            "prompt": measure(args.entries, args.edges, args.calls, args.rounds, Path(folder)),
+            "writes": measure_adds(
+                args.recalls, args.recall_limit, args.adds, args.rounds, Path(folder)
+            ),
+        }
     text = json.dumps(figures, indent=2)
     sys.stdout.write(text + "\n")
     if args.json:

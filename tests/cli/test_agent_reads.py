@@ -225,3 +225,28 @@ def test_an_agents_history_keeps_a_tainted_version_out(
     assert [(1, "trusted"), (2, "untrusted_adapter"), (derived.position, "tainted")] == [
         (v["position"], v["trust"]) for v in marked
     ]
+
+
+def test_a_shell_naming_another_task_under_its_own_adapter_taints_none_of_its_writes(
+    mixed: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process setting FACTLEDGER_TASK_ID=backend-7 under evil-cli reads the poison tip;
+    backend-7's later note under codex in that run still reaches a codex reader, has no
+    ancestors, and blast-radius of evil-cli lists the read but derives nothing from it."""
+    monkeypatch.setenv("FACTLEDGER_TASK_ID", "backend-7")
+    monkeypatch.setenv("FACTLEDGER_RUN_ID", "r1")
+    monkeypatch.setenv("FACTLEDGER_ADAPTER", "evil-cli")
+    forged = mixed("list", "--tag", "tips", "--json")
+    assert 4 in [e["position"] for e in forged.json()]
+    monkeypatch.setenv("FACTLEDGER_ADAPTER", "codex")
+    assert 0 == mixed("add", "pages of 50", "--tag", "tips").code
+    as_agent(monkeypatch)
+    seen = mixed("list", "--tag", "tips", "--json")
+    up = mixed("lineage", "7", "--up", "--json")
+    radius = mixed("blast-radius", "--adapter", "evil-cli", "--json").json()
+    assert [7, 5, 3] == [e["position"] for e in seen.json()]
+    assert [] == up.json()["ancestors"]
+    assert ([], [(6, "backend-7", True)]) == (
+        radius["descendants"],
+        [(r["position"], r["task_id"], r["links"]) for r in radius["receipts"]],
+    )

@@ -46,7 +46,7 @@ def test_checkpoints_advance_with_each_append(db_path: Path, store: SQLiteMemory
     """Each projector's checkpoint records the position it applied, in the same commit."""
     store.add("learning", "a")
     store.add_many([{"type": "learning", "content": "b"}, {"type": "learning", "content": "c"}])
-    assert {"knowledge": (KNOWLEDGE, 3), "receipts": (1, 3), "lineage": (1, 3)} == checkpoints(
+    assert {"knowledge": (KNOWLEDGE, 3), "receipts": (1, 3), "lineage": (2, 3)} == checkpoints(
         db_path
     )
 
@@ -71,7 +71,7 @@ def test_store_catches_up_on_events_appended_without_projectors(
     assert ["after", "raw-2", "raw-1", "projected"] == [e.content for e in store.list()]
     bare.append(NewEvent(payload=MemoryAdded(type="learning", content="raw-3")))
     assert "raw-3" == make_store().list(limit=1)[0].content
-    assert {"knowledge": (KNOWLEDGE, 5), "receipts": (1, 5), "lineage": (1, 5)} == checkpoints(
+    assert {"knowledge": (KNOWLEDGE, 5), "receipts": (1, 5), "lineage": (2, 5)} == checkpoints(
         db_path
     )
 
@@ -93,7 +93,7 @@ def test_version_change_rebuilds_the_projector(
     caplog.clear()
     again = make_store()
     assert before == again.list()
-    assert {"knowledge": (KNOWLEDGE + 1, 3), "receipts": (1, 3), "lineage": (1, 3)} == checkpoints(
+    assert {"knowledge": (KNOWLEDGE + 1, 3), "receipts": (1, 3), "lineage": (2, 3)} == checkpoints(
         db_path
     )
     assert [(logging.WARNING, "knowledge", f"version {KNOWLEDGE} -> {KNOWLEDGE + 1}")] == [

@@ -41,6 +41,7 @@ from projections import (
     load_persistent_memory,
 )
 from projections.prompt import visible
+from projections.taint import taint
 from replay.conflicts import approve, reject, set_conflict_policy
 from replay.errors import NotAuthorizedError
 from replay.keys import OperatorKey, generate_key, read_operator_key
@@ -93,6 +94,13 @@ INVISIBLE_NAMES = ("api\u200b", "\u3164", "api\ufe0f", "a\u034fpi", "api\U000e00
 """Tags and keys holding a character a reader cannot see."""
 READERS = (None, ("t1", None), ("task-run-a", "run-a"), ("task-run-b", "run-b"))
 """Who builds a prompt (task, run): the writers `add` and the facades write as, or nobody."""
+RUNS_OF = {f"task-{run}": index for index, run in enumerate(RUNS)}
+"""The facades' producer tasks, each with the index of its run."""
+READER_ADAPTERS = (None, "codex", "claude-code", "gemini-cli")
+"""Adapters a forged receipt is appended under or names: the writers', the reopened
+handle's, none."""
+Reader = tuple[str, str, str]
+"""(adapter, task, run), '' for none: who a receipt exposed, and whose receipts a write follows."""
 ON_CONFLICT = ("allow", "deny", "hold")
 OWNER_LISTS: tuple[tuple[str, ...] | None, ...] = (
     None,
@@ -157,8 +165,10 @@ class Model:
     removed: set[str] = field(default_factory=set)
     adapters: dict[int, str] = field(default_factory=dict)
     """The adapter each event was written under, where it was written under one."""
-    exposed: dict[tuple[str, str], set[int]] = field(default_factory=dict)
-    """What reached each (task, run or '') through a recall receipt so far."""
+    exposed: dict[Reader, set[int]] = field(default_factory=dict)
+    """What reached each reader through a recall receipt so far: the adapter that appended
+    the receipt, with the task and run it names (a receipt naming another adapter in its
+    payload than in its envelope exposes no one)."""
     sources: dict[int, set[int]] = field(default_factory=dict)
     """Lineage: each write's sources, exposed to its writer or declared (`derived_from`)."""
     policies: dict[tuple[str, str], Policy] = field(default_factory=dict)
@@ -175,11 +185,17 @@ class Model:
     def write(
         self, adapter: str | None, producer: str, run_id: str | None, derived_from: list[int]
     ) -> int:
-        """Count a write and record its sources: what reached its writer, and what it names."""
+        """Count a write and record its sources: what reached its writer (its adapter, task
+        and run) before it, and what it names."""
         position = self.append(adapter)
-        exposed = self.exposed.get((producer, run_id or ""), set())
+        exposed = self.exposed.get((adapter or "", producer, run_id or ""), set())
         self.sources[position] = exposed | set(derived_from)
         return position
+
+    def expose(self, reader: Reader, included: tuple[int, ...]) -> None:
+        """Record what a receipt for `reader` included (a task is needed to be exposed)."""
+        if reader[1]:
+            self.exposed.setdefault(reader, set()).update(included)
 
     def taint_source(self, position: int) -> int | None:
         """The earliest ancestor of `position` that is untrusted or quarantined, if any."""
@@ -352,7 +368,9 @@ class StoreMachine(RuleBasedStateMachine):
     releases = 0
     refused = 0
     forged = 0
+    forged_receipts = 0
     tainted = 0
+    tainted_writes = 0
     held = 0
     held_first = 0
     decided = 0
@@ -555,6 +573,7 @@ class StoreMachine(RuleBasedStateMachine):
         tags=tag_lists,
         limit=limits,
         reader=st.sampled_from(READERS),
+        adapter=adapters,
         propagate=st.sampled_from([True, True, True, False]),
     )
     def recall(
@@ -562,17 +581,24 @@ class StoreMachine(RuleBasedStateMachine):
         tags: list[str],
         limit: int,
         reader: tuple[str, str | None] | None,
+        adapter: str | None,
         propagate: bool,
     ) -> None:
-        """Build a prompt as a task: what it includes reaches that task (lineage); an entry
-        with an untrusted or quarantined ancestor is kept out as `tainted`, and the next
-        trusted one takes its place, however many there are; the receipt is the reader's own
-        event (the handle's adapter, as no adapter is named)."""
+        """Build a prompt as a task under an adapter: what it includes reaches that (adapter,
+        task, run) (lineage); an entry with an untrusted or quarantined ancestor is kept out
+        as `tainted`, and the next trusted one takes its place, however many there are; the
+        receipt is the reader's own event (the handle's adapter when none is named)."""
         policy = MemoryTrustPolicy(trusted_adapters=frozenset({TRUSTED}), propagate_taint=propagate)
         task_id, run_id = reader or (None, None)
         wanted = tuple(dict.fromkeys(tags))
         text = load_persistent_memory(
-            self.store, tags, trust_policy=policy, limit=limit, task_id=task_id, run_id=run_id
+            self.store,
+            tags,
+            trust_policy=policy,
+            limit=limit,
+            task_id=task_id,
+            run_id=run_id,
+            adapter=adapter,
         )
         model = self.model
         included: list[tuple[tuple[int, float, int], int, Row]] = []
@@ -594,9 +620,10 @@ class StoreMachine(RuleBasedStateMachine):
         if len(included) == limit:
             refused = [item for item in refused if item[0] > included[-1][0]]
         [receipt] = list(self.store.event_log.read(after=model.head))
-        model.append(self._adapter(None))
+        reader_adapter = adapter if adapter is not None else self._adapter(None)
+        model.append(reader_adapter)
         assert isinstance(receipt.payload, RecallRecorded)
-        own = (task_id or "", run_id, self._adapter(None))
+        own = (task_id or "", run_id, reader_adapter)
         assert own == (receipt.producer_task_id, receipt.run_id, receipt.source_adapter)
         assert own[2] == receipt.payload.adapter
         assert tuple(entry_id for _, entry_id, _ in included) == receipt.payload.included
@@ -607,10 +634,7 @@ class StoreMachine(RuleBasedStateMachine):
                 for _, i, _ in refused[:200]
             ),
         ] == [(e.position, e.reason, e.source) for e in receipt.payload.excluded]
-        if task_id is not None:
-            model.exposed.setdefault((task_id, run_id or ""), set()).update(
-                receipt.payload.included
-            )
+        model.expose((reader_adapter or "", task_id or "", run_id or ""), receipt.payload.included)
         StoreMachine.tainted += len(tainted)
         assert (text == "") == (not included)
         for _, _, row in included:
@@ -862,6 +886,94 @@ class StoreMachine(RuleBasedStateMachine):
         else:
             model.quarantines[position] = covered
 
+    @rule(
+        envelope=st.sampled_from(READER_ADAPTERS),
+        agree=st.sampled_from([True, True, False]),
+        reader=st.sampled_from(READERS),
+        data=st.data(),
+    )
+    def forge_a_receipt(
+        self,
+        envelope: str | None,
+        agree: bool,
+        reader: tuple[str, str | None] | None,
+        data: st.DataObject,
+    ) -> None:
+        """A receipt appended through `eventlog` directly, as a process that sets another
+        task's id would: under its own adapter (or none), naming a writer's task and run, and
+        now and then naming another adapter in its payload than in its envelope, or positions
+        not before it. It exposes (its envelope's adapter, its task, its run) to the earlier
+        positions it names, and only when its two adapters agree; no one else's writes are
+        linked to it. Mostly, the task it names writes next, under one of the two adapters
+        or another."""
+        model = self.model
+        task_id, run_id = reader or (None, None)
+        others = [a for a in READER_ADAPTERS if a != envelope]
+        named = envelope if agree else data.draw(st.sampled_from(others), label="named")
+        included = tuple(
+            data.draw(
+                st.lists(
+                    st.sampled_from([0, *range(1, model.head + 1), model.head + 1, model.head + 9]),
+                    max_size=4,
+                ),
+                label="included",
+            )
+        )
+        receipt = RecallRecorded(
+            task_id=task_id,
+            run_id=run_id,
+            adapter=named,
+            tags=("api",),
+            limit=len(included) or 1,
+            included=included,
+            excluded=(),
+            policy=MemoryTrustPolicy().settings(),
+            head_position=model.head,
+            rendered_hash=content_hash(b""),
+        )
+        log = open_log(self.db_path)
+        try:
+            event = NewEvent(
+                payload=receipt,
+                producer_task_id=task_id or "",
+                run_id=run_id,
+                source_adapter=envelope,
+            )
+            position = log.append(event).position
+        finally:
+            log.close()
+        assert model.append(envelope) == position
+        if named == envelope:
+            model.expose(
+                (envelope or "", task_id or "", run_id or ""),
+                tuple(p for p in included if 0 < p < position),
+            )
+        StoreMachine.forged_receipts += 1
+        self.store.close()
+        self.store = self._open()
+        self.kbs = self._facades()
+        writer = data.draw(st.sampled_from([envelope, envelope, named, *ADAPTERS]), label="writer")
+        if task_id in RUNS_OF:
+            self.publish(RUNS_OF[task_id], "project", [("api", "users", "w")], writer, True, data)
+        elif task_id is not None:
+            self.add("learning", "w", ["api"], 1.0, task_id, writer, data)
+        self.taint_of_every_write()
+
+    @rule()
+    def taint_of_every_write(self) -> None:
+        """Exactly the writes the model holds tainted (an untrusted or quarantined ancestor,
+        along receipts it honours and declared sources) are tainted, each by the earliest."""
+        model = self.model
+        policy = MemoryTrustPolicy(trusted_adapters=frozenset({TRUSTED}))
+        expected = {
+            position: source
+            for position in sorted(model.sources)
+            if (source := model.taint_source(position)) is not None
+        }
+        with self.store.snapshot() as snap:
+            assert expected == taint(snap, sorted(model.sources), policy)
+        StoreMachine.tainted_writes += len(expected)
+
     @rule(adapter=st.sampled_from([None, "gemini-cli"]))
     def reopen(self, adapter: str | None) -> None:
         self.store.close()
@@ -942,7 +1054,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert reader == (receipt.producer_task_id, receipt.run_id, receipt.source_adapter)
         assert reader == (receipt.payload.task_id, receipt.payload.run_id, receipt.payload.adapter)
         assert tuple(f.position for f in expected) == receipt.payload.included
-        self.model.exposed.setdefault(reader[:2], set()).update(receipt.payload.included)
+        self.model.expose((adapter or "", reader[0], reader[1] or ""), receipt.payload.included)
 
     @rule(
         run=st.integers(0, len(RUNS) - 1),
@@ -1014,15 +1126,17 @@ def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
     owners, or by default the adapters trusted where they are set; a non-owner's version is
     held even when written first) and approvals or rejections of held versions (signed or
     not, by operators or not), operator keys added and removed, unsigned operator actions
-    appended around the API (policies naming the forger as owner among them), reopens and
-    rebuild checks: every read and every receipt (tainted entries kept out, naming their
-    source) equals the model's answer, the head is always the model's, and whenever checked
-    the read model equals a refold of the log."""
+    (policies naming the forger as owner among them) and forged receipts (another task's,
+    under another adapter, or with payload and envelope adapters that disagree) appended
+    around the API, reopens and rebuild checks: every read and every receipt (tainted
+    entries kept out, naming their source) equals the model's answer, exactly the writes the
+    model holds tainted are, the head is always the model's, and whenever checked the read
+    model equals a refold of the log."""
     StoreMachine.examples = StoreMachine.steps = 0
     StoreMachine.quarantines = StoreMachine.releases = 0
-    StoreMachine.refused = StoreMachine.forged = 0
-    StoreMachine.tainted = StoreMachine.held = StoreMachine.decided = 0
-    StoreMachine.held_first = 0
+    StoreMachine.refused = StoreMachine.forged = StoreMachine.forged_receipts = 0
+    StoreMachine.tainted = StoreMachine.tainted_writes = 0
+    StoreMachine.held = StoreMachine.decided = StoreMachine.held_first = 0
     StoreMachine.keys = {name: read_operator_key(key_file(tmp_path, name)) for name in KEY_NAMES}
     run_state_machine_as_test(
         StoreMachine,
@@ -1039,11 +1153,15 @@ def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
         f"model test: {StoreMachine.examples} examples, {StoreMachine.steps} checked states, "
         f"{StoreMachine.quarantines} quarantines, {StoreMachine.releases} releases, "
         f"{StoreMachine.refused} refused operator actions, {StoreMachine.forged} forged, "
-        f"{StoreMachine.tainted} kept out as tainted, {StoreMachine.held} held or denied "
-        f"({StoreMachine.held_first} written first), {StoreMachine.decided} decided"
+        f"{StoreMachine.forged_receipts} forged receipts, "
+        f"{StoreMachine.tainted} kept out as tainted, "
+        f"{StoreMachine.tainted_writes} tainted writes checked, "
+        f"{StoreMachine.held} held or denied ({StoreMachine.held_first} written first), "
+        f"{StoreMachine.decided} decided"
     )
     assert StoreMachine.examples >= EXAMPLES
     assert StoreMachine.quarantines > 0 and StoreMachine.releases > 0
     assert StoreMachine.refused > 0 and StoreMachine.forged > 0
+    assert StoreMachine.forged_receipts > 0 and StoreMachine.tainted_writes > 0
     assert StoreMachine.tainted > 0 and StoreMachine.held > 0 and StoreMachine.decided > 0
     assert StoreMachine.held_first > 0

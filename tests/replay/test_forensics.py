@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from eventlog import InvalidInputError
-from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
+from projections import (
+    CrossTaskKB,
+    MemoryTrustPolicy,
+    SQLiteMemoryStore,
+    load_persistent_memory,
+    recall_memory,
+)
+from replay import Actor, approve, reject, set_conflict_policy
 from replay.forensics import blast_radius
 from replay.quarantine import quarantine
 
@@ -92,3 +99,45 @@ def test_a_selector_is_required(incident: Path) -> None:
         blast_radius(incident)
     with pytest.raises(InvalidInputError, match="needs a selector"):
         blast_radius(incident, since_position=3)
+
+
+def test_blast_radius_of_an_adapter_lists_the_receipts_it_wrote(incident: Path) -> None:
+    """An adapter's reads are listed in `receipts` (not `events`), each with the reader it
+    named, what it included, and whether later writes can be derived through it."""
+    with SQLiteMemoryStore(incident) as store:
+        forged = recall_memory(
+            store, ["api"], task_id="backend-1", run_id="r", adapter="evil"
+        ).receipt_position
+    codex = blast_radius(incident, source_adapter="codex")
+    evil = blast_radius(incident, source_adapter="evil")
+    assert ([], [(7, "backend-1", "r", "codex", (6, 5, 3), True)]) == (
+        codex.events,
+        [(r.position, r.task_id, r.run_id, r.adapter, r.included, r.links) for r in codex.receipts],
+    )
+    assert [(forged, "evil", "backend-1")] == [
+        (r.position, r.source_adapter, r.task_id) for r in evil.receipts
+    ]
+    assert [3, 4, 5] == [e.position for e in evil.events]
+    assert [8] == [
+        r.position for r in blast_radius(incident, producer_task_id="frontend-1").receipts
+    ]
+
+
+def test_blast_radius_by_producer_lists_policies_approvals_and_rejections(db_path: Path) -> None:
+    """Every kind an actor can write is listed as what it did, with a subject: a conflict
+    policy, and the approval and rejection of held versions among them."""
+    ops = Actor(producer_task_id="ops-1", run_id="shift-2")
+    policy = set_conflict_policy(db_path, "api", "hold", scope="project", actor=ops)
+    with SQLiteMemoryStore(db_path) as store:
+        researcher = CrossTaskKB(store, producer_task_id="r-1", source_adapter="claude-code")
+        other = CrossTaskKB(store, producer_task_id="c-1", source_adapter="codex")
+        researcher.publish("api", "users", "v1", scope="project")
+        held = [other.publish("api", "users", v, scope="project").position for v in ("a", "b")]
+    approved = approve(db_path, held[0], actor=ops)
+    rejected = reject(db_path, held[1], reason="wrong", actor=ops)
+    radius = blast_radius(db_path, producer_task_id="ops-1")
+    assert [
+        (policy, "conflict_policy_set", "conflict policy hold for tag api in project"),
+        (approved, "fact_approved", f"approval of the held version at {held[0]}"),
+        (rejected, "fact_rejected", f"rejection of the held version at {held[1]}"),
+    ] == [(e.position, e.kind, e.subject) for e in radius.events]

@@ -54,8 +54,9 @@ TABLES = (
     "fl_fact_held",
     "fl_receipt",
     "fl_receipt_item",
-    "fl_lineage_edge",
-    "fl_lineage_exposure",
+    "fl_lineage_reader",
+    "fl_lineage_source",
+    "fl_lineage_write",
 )
 
 

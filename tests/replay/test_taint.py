@@ -117,12 +117,14 @@ def test_the_tainted_set_is_reachability_from_bad_sources(
     tmp_path_factory: pytest.TempPathFactory,
     steps: list[tuple[str, str, str | None, list[int]]],
 ) -> None:
-    """Every write reachable from an untrusted or quarantined write, along receipts (same
-    task and run) and declared sources, is tainted; no other write is."""
+    """Every write reachable from an untrusted or quarantined write (or a receipt read under
+    an untrusted adapter, declared as a source), along receipts (same adapter, task and run)
+    and declared sources, is tainted; no other write is."""
     db = tmp_path_factory.mktemp("prop") / "memory.db"
     writes: dict[int, str | None] = {}
+    receipts: dict[int, str | None] = {}
     quarantined: set[int] = set()
-    seen: dict[str, set[int]] = {}
+    seen: dict[tuple[str | None, str], set[int]] = {}
     edges: dict[int, set[int]] = {}
     everyone = MemoryTrustPolicy(trusted_adapters=frozenset({"claude-code", "codex"}))
     with SQLiteMemoryStore(db, run_id="r") as store:
@@ -139,17 +141,25 @@ def test_the_tainted_set_is_reachability_from_bad_sources(
                     derived_from=sources,
                 )
                 writes[position] = adapter
-                edges[position] = set(sources) | seen.get(task, set())
+                edges[position] = set(sources) | seen.get((adapter, task), set())
             elif action == "recall":
                 got = recall_memory(
-                    store, ["t"], trust_policy=everyone, limit=5, task_id=task, run_id="r"
+                    store,
+                    ["t"],
+                    trust_policy=everyone,
+                    limit=5,
+                    task_id=task,
+                    run_id="r",
+                    adapter=adapter,
                 )
-                seen.setdefault(task, set()).update(got.included)
+                seen.setdefault((adapter, task), set()).update(got.included)
+                receipts[got.receipt_position] = adapter
             elif writes:
                 target = sorted(writes)[picks[0] % len(writes)] if picks else min(writes)
                 quarantine(db, positions=[target], reason="suspect")
                 quarantined.add(target)
-        bad = {p for p, adapter in writes.items() if adapter == "codex"} | quarantined
+        events = {**writes, **receipts}
+        bad = {p for p, adapter in events.items() if adapter == "codex"} | quarantined
         expected = {p for p in writes if _reaches(p, bad, edges)}
         with store.snapshot() as snap:
             assert expected == set(taint(snap, list(writes), STRICT))
