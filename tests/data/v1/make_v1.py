@@ -1,4 +1,4 @@
-"""Builds tests/data/v1/ (run once at a206d35): a format-v1 log, its operator key and a signed checkpoint."""
+"""Builds tests/data/v1/ (run once at a206d35): a format-v1 log, its key, a checkpoint."""
 
 import sqlite3
 from pathlib import Path
