@@ -39,11 +39,25 @@ class Head(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ReadSnapshot(Protocol):
-    """A consistent read of the log."""
+    """A consistent read of the log.
+
+    Every reader of events (a log, a transaction, a snapshot, a read model's snapshot) reads
+    the same way. `read(after=, until=, limit=)`, keyword-only: the events with
+    after < position <= until (`until` defaults to the head when the read starts; a snapshot
+    never reads past its own head), at most `limit` of them, in position order. Each argument
+    is a non-negative int (`InvalidTypeError`, `InvalidInputError` otherwise), checked when
+    `read` is called. `event_at(position)`: the event at that position, in one indexed
+    lookup; `EventNotFoundError` (an `InvalidInputError` and a `LookupError`) when none is
+    stored there, or it lies past the snapshot's head.
+    """
 
     def head(self) -> Head: ...
 
-    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]: ...
+    def read(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[RecordedEvent]: ...
+
+    def event_at(self, position: int) -> RecordedEvent: ...
 
 
 class LogTransaction(ReadSnapshot, Protocol):
@@ -73,10 +87,20 @@ class EventLog(Protocol):
     def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]: ...
 
     def read(
-        self, after: int = 0, limit: int | None = None, *, until: int | None = None
-    ) -> Iterator[RecordedEvent]: ...
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        """Events after `after` up to `until`, at most `limit`, as `ReadSnapshot.read`."""
+        ...
 
-    def scan(self, after: int = 0, until: int | None = None) -> Iterator[StoredRow]: ...
+    def event_at(self, position: int) -> RecordedEvent:
+        """The event at `position`, as `ReadSnapshot.event_at`."""
+        ...
+
+    def scan(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[StoredRow]:
+        """The same window as `read`, as the stored rows verification re-hashes."""
+        ...
 
     def head(self) -> Head: ...
 

@@ -18,6 +18,7 @@ from eventlog import (
     ConflictPolicySet,
     EventIdConflictError,
     EventLog,
+    EventNotFoundError,
     FactApproved,
     FactPublished,
     FactRejected,
@@ -38,6 +39,7 @@ from eventlog import (
 )
 from eventlog.chain import genesis, leaf_hash, link
 from eventlog.events import Exclusion
+from eventlog.rows import READ_CHUNK
 
 
 def memory(content: str = "use pytest", **fields: Any) -> NewEvent:
@@ -226,11 +228,37 @@ class LogContract:
         assert ["kept"] == [r.payload.content for r in log.read()]  # type: ignore[union-attr]
 
     def test_read_after_limit_and_until(self, log: EventLog) -> None:
-        """read(after, limit, until) returns that window in position order."""
+        """read(after=, until=, limit=) returns after < position <= until, at most limit of
+        them, in position order; scan gives the same window."""
         log.append_many([memory(str(i)) for i in range(10)])
         assert [4, 5, 6] == [r.position for r in log.read(after=3, limit=3)]
         assert [8, 9] == [r.position for r in log.read(after=7, until=9)]
+        assert [3, 4] == [r.position for r in log.read(after=2, until=9, limit=2)]
+        assert [1, 2] == [r.position for r in log.read(until=2)]
+        assert list(range(1, 11)) == [r.position for r in log.read(until=2**40)]
         assert [] == list(log.read(after=10))
+        assert [] == list(log.read(after=5, until=5))
+        assert [] == list(log.read(after=6, until=3))
+        assert [] == list(log.read(limit=0))
+        assert [3, 4] == [r.position for r in log.scan(after=2, until=9, limit=2)]
+        assert [10] == [r.position for r in log.scan(after=9)]
+
+    def test_read_until_defaults_to_the_head_when_the_read_starts(self, log: EventLog) -> None:
+        """An append after a read has started is not part of it."""
+        log.append_many([memory("a"), memory("b")])
+        events, rows = log.read(), log.scan()
+        log.append(memory("c"))
+        assert [1, 2] == [r.position for r in events]
+        assert [1, 2] == [r.position for r in rows]
+
+    def test_reads_longer_than_a_chunk_page_through_and_stop_at_limit(self, log: EventLog) -> None:
+        """A read past one chunk of rows pages on; a limit inside a later chunk stops there."""
+        count = READ_CHUNK + 5
+        log.append_many([memory(str(i)) for i in range(count)])
+        assert list(range(1, count + 1)) == [r.position for r in log.read()]
+        assert list(range(3, READ_CHUNK + 5)) == [
+            r.position for r in log.read(after=2, limit=READ_CHUNK + 2)
+        ]
 
     def test_reads_inside_a_transaction_see_its_appends(self, log: EventLog) -> None:
         """A transaction reads its own uncommitted appends."""
@@ -238,6 +266,96 @@ class LogContract:
             tx.append_many([memory("a"), memory("b")])
             assert 2 == tx.head().position
             assert [1, 2] == [r.position for r in tx.read()]
+            assert [2] == [r.position for r in tx.read(after=1, limit=5)]
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            lambda source: source.read(2),
+            lambda source: source.read(2, 5),
+            lambda source: source.event_at(),
+        ],
+        ids=["read(after)", "read(after, until)", "event_at()"],
+    )
+    def test_positional_read_arguments_are_refused(
+        self, log: EventLog, call: Callable[[Any], object]
+    ) -> None:
+        """read's arguments are keyword-only, on the log, a snapshot and a transaction alike."""
+        log.append_many([memory("a"), memory("b")])
+        with pytest.raises(TypeError):
+            call(log)
+        with pytest.raises(TypeError), log.snapshot() as snap:
+            call(snap)
+        with pytest.raises(TypeError), log.transaction() as tx:
+            call(tx)
+        with pytest.raises(TypeError):
+            log.scan(2)  # type: ignore[call-arg]
+        assert 2 == log.head().position
+
+    @pytest.mark.parametrize(
+        ("arguments", "error"),
+        [
+            ({"after": -1}, InvalidInputError),
+            ({"until": -1}, InvalidInputError),
+            ({"limit": -1}, InvalidInputError),
+            ({"after": 2**63}, InvalidInputError),
+            ({"after": "1"}, InvalidTypeError),
+            ({"until": 2.0}, InvalidTypeError),
+            ({"limit": True}, InvalidTypeError),
+        ],
+    )
+    def test_bad_read_arguments_are_refused_when_read_is_called(
+        self, log: EventLog, arguments: dict[str, Any], error: type[Exception]
+    ) -> None:
+        """A negative, too large or non-int bound is refused by read, scan and a snapshot's
+        read as soon as they are called, naming the argument."""
+        log.append(memory("a"))
+        [name] = arguments
+        with pytest.raises(error, match=name):
+            log.read(**arguments)
+        with pytest.raises(error, match=name):
+            log.scan(**arguments)
+        with log.snapshot() as snap, pytest.raises(error, match=name):
+            snap.read(**arguments)
+
+    def test_event_at_is_the_event_stored_there(self, log: EventLog) -> None:
+        """event_at gives the event at a position, from the log, a snapshot and a
+        transaction, equal to what read gives."""
+        recorded = log.append_many(EVERY_KIND)
+        assert recorded == [log.event_at(r.position) for r in recorded]
+        with log.snapshot() as snap:
+            assert recorded == [snap.event_at(r.position) for r in recorded]
+        with log.transaction() as tx:
+            added = tx.append(memory("in the transaction"))
+            assert added == tx.event_at(added.position)
+            assert recorded[0] == tx.event_at(1)
+        assert added == log.event_at(added.position)
+
+    @pytest.mark.parametrize("position", [0, -1, 14, 2**63, 2**64])
+    def test_event_at_a_position_holding_no_event_is_not_found(
+        self, log: EventLog, position: int
+    ) -> None:
+        """Before the first position or past the head, event_at raises EventNotFoundError
+        (an InvalidInputError and a LookupError) naming the position."""
+        log.append_many(EVERY_KIND)
+        with pytest.raises(EventNotFoundError, match=f"position {position}$") as raised:
+            log.event_at(position)
+        assert position == raised.value.position
+        with log.snapshot() as snap, pytest.raises(EventNotFoundError):
+            snap.event_at(position)
+        with log.transaction() as tx, pytest.raises(EventNotFoundError):
+            tx.event_at(position)
+        assert issubclass(EventNotFoundError, InvalidInputError)
+        assert issubclass(EventNotFoundError, LookupError)
+
+    def test_event_at_refuses_a_position_that_is_not_an_int(self, log: EventLog) -> None:
+        """A bool, str or float position is a type error, not a missing event."""
+        log.append(memory("a"))
+        for position in (True, "1", 1.0):
+            with pytest.raises(InvalidTypeError, match="position"):
+                log.event_at(position)  # type: ignore[arg-type]
+            with log.snapshot() as snap, pytest.raises(InvalidTypeError, match="position"):
+                snap.event_at(position)  # type: ignore[arg-type]
 
     def test_verify_passes_on_an_untouched_log(self, log: EventLog) -> None:
         """The verification primitive accepts a log nobody tampered with."""

@@ -16,6 +16,15 @@ class InvalidInputError(FactledgerError, ValueError):
     """A value was of the right type but not acceptable (empty, too large, malformed)."""
 
 
+class EventNotFoundError(InvalidInputError, LookupError):
+    """No event is stored at the position asked for (`event_at`): before the first, past the
+    head of the read, or missing from the log."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(f"no event is stored at position {position}")
+        self.position = position
+
+
 class InvalidTypeError(FactledgerError, TypeError):
     """A value was of the wrong type."""
 

@@ -17,6 +17,7 @@ compute, is checked by verification. Needs psycopg 3 (`pip install 'factledger[p
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
 import threading
@@ -38,6 +39,7 @@ from eventlog.codec import decode_record
 from eventlog.drafts import Prepared, check_distinct_ids, prepare, same_event, seal
 from eventlog.errors import (
     EventIdConflictError,
+    EventNotFoundError,
     FactledgerError,
     InvalidInputError,
     InvalidTypeError,
@@ -49,13 +51,12 @@ from eventlog.errors import (
 from eventlog.events import NewEvent, RecordedEvent
 from eventlog.logs import get_logger
 from eventlog.postgres_schema import Roles
-from eventlog.rows import decoded_events, stored_rows
+from eventlog.rows import decoded_events, lookup_event, stored_rows, window
 
 log = get_logger("factledger.eventlog")
 T = TypeVar("T")
 Connection = psycopg.Connection[Any]
 
-READ_CHUNK = 1024
 CONNECT_TIMEOUT_S = 10
 
 _SQL_SESSION = (
@@ -462,33 +463,37 @@ class PostgresEventLog:
         return int(row[0]), bytes(row[1])
 
     def read(
-        self, after: int = 0, limit: int | None = None, *, until: int | None = None
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
-        """Events after position `after` (up to `until`, at most `limit`), in position order."""
-        last = until if until is not None else self.head().position
-        events = decoded_events(self._fetcher(last), after, last)
-        return events if limit is None else itertools.islice(events, limit)
+        """Events after `after` up to `until` (default: the head when the read began), at most
+        `limit`, in position order (`ReadSnapshot.read`), a chunk at a time, holding the
+        handle only while a chunk is fetched."""
+        span = window(after, until, limit)
+        last = span.until if span.until is not None else self.head().position
+        return decoded_events(self._fetch, span.after, last, span.limit)
 
-    def scan(self, after: int = 0, until: int | None = None) -> Iterator[StoredRow]:
-        """Stored rows after `after` up to `until` (default: the head when the scan began),
-        a chunk at a time, holding the handle only while a chunk is fetched."""
-        last = until if until is not None else self.head().position
-        return stored_rows(self._fetcher(last), after, last)
+    def event_at(self, position: int) -> RecordedEvent:
+        """The event at `position`, in one round trip (`ReadSnapshot.event_at`)."""
+        return lookup_event(self._fetch, position)
 
-    def _fetcher(self, last: int) -> Callable[[int], list[Row]]:
-        def fetch(start: int) -> list[Row]:
-            with self._lock:
-                tx = self._tx
-                if tx is not None:
-                    return tx.guard(lambda: tx.fetch(start, last), "read")
-                return self._run(
-                    lambda conn, _: conn.execute(
-                        self._sql.read, (start, last, READ_CHUNK)
-                    ).fetchall(),
-                    "read",
-                )
+    def scan(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[StoredRow]:
+        """Stored rows in the window `read` takes, chunk by chunk as it does."""
+        span = window(after, until, limit)
+        last = span.until if span.until is not None else self.head().position
+        return stored_rows(self._fetch, span.after, last, span.limit)
 
-        return fetch
+    def _fetch(self, after: int, last: int, count: int) -> list[Row]:
+        """One chunk of rows (`eventlog.rows.Fetch`), through the open transaction if any."""
+        with self._lock:
+            tx = self._tx
+            if tx is not None:
+                return tx.guard(lambda: tx.fetch(after, last, count), "read")
+            return self._run(
+                lambda conn, _: conn.execute(self._sql.read, (after, last, count)).fetchall(),
+                "read",
+            )
 
     def close(self) -> None:
         """Close the connection. The handle must not be used afterwards."""
@@ -562,9 +567,22 @@ class _Snapshot:
             self._head = self._owner.head()
         return self._head
 
-    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
-        last = self.head().position if until is None else min(until, self.head().position)
-        return decoded_events(self._owner._fetcher(last), after, last)
+    def read(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        span = window(after, until, limit)
+        head = self.head().position
+        last = head if span.until is None else min(span.until, head)
+        return decoded_events(self._owner._fetch, span.after, last, span.limit)
+
+    def event_at(self, position: int) -> RecordedEvent:
+        """One round trip when the event is there: a head not fixed yet will be at least
+        any position stored now. When it is not, the head is fixed and asked again, so the
+        answer holds for the rest of this read."""
+        if self._head is None:
+            with contextlib.suppress(EventNotFoundError):
+                return lookup_event(self._owner._fetch, position)
+        return lookup_event(self._owner._fetch, position, self.head().position)
 
 
 class _Transaction:
@@ -585,11 +603,18 @@ class _Transaction:
         position, chain_value = self.guard(self._locked_head, "read the head of")
         return Head(position=position, chain_hash=chain_value.hex())
 
-    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
-        last = until if until is not None else self.head().position
-        return decoded_events(
-            lambda start: self.guard(lambda: self.fetch(start, last), "read"), after, last
-        )
+    def read(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        span = window(after, until, limit)
+        last = span.until if span.until is not None else self.head().position
+        return decoded_events(self._guarded_fetch, span.after, last, span.limit)
+
+    def event_at(self, position: int) -> RecordedEvent:
+        return lookup_event(self._guarded_fetch, position)
+
+    def _guarded_fetch(self, after: int, last: int, count: int) -> list[Row]:
+        return self.guard(lambda: self.fetch(after, last, count), "read")
 
     def append(self, event: NewEvent) -> RecordedEvent:
         return self.append_many([event])[0]
@@ -654,9 +679,9 @@ class _Transaction:
         assert self._head is not None
         return self._head
 
-    def fetch(self, start: int, last: int) -> list[Row]:
+    def fetch(self, after: int, last: int, count: int) -> list[Row]:
         self._sync(())
-        return self._conn.execute(self._sql.read, (start, last, READ_CHUNK)).fetchall()
+        return self._conn.execute(self._sql.read, (after, last, count)).fetchall()
 
     def append_prepared(
         self, prepared: Sequence[Prepared], *, resolving: bool

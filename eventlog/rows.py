@@ -1,44 +1,94 @@
-"""Reading stored rows, backend-neutral: keyset chunks, and each row as bytes or as an event.
+"""Reading stored rows, backend-neutral: the one meaning of a read's window, keyset chunks,
+and each row as bytes or as an event.
 
-A backend supplies `fetch(after)`, returning the next chunk of (position, event_id, body,
-chain_hash) rows after a position; these helpers page through it up to a last position.
+A backend supplies `fetch(after, last, count)`, returning at most `count` rows
+(position, event_id, body, chain_hash) with after < position <= last, in position order;
+these helpers page through it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from eventlog.backend import Row, StoredRow
+from eventlog.checks import MAX_POSITION, check_position
 from eventlog.codec import decode_record
+from eventlog.errors import EventNotFoundError, InvalidTypeError
 from eventlog.events import RecordedEvent
 
-Fetch = Callable[[int], list[Row]]
+Fetch = Callable[[int, int, int], list[Row]]
+
+READ_CHUNK = 1024
+"""Rows fetched per round trip: memory stays constant however long the read."""
 
 
-def _chunks(fetch: Fetch, after: int, last: int) -> Iterator[list[Row]]:
-    """Raw rows after `after` up to `last`, a chunk at a time, by keyset on position."""
-    while after < last:
-        rows = fetch(after)
+class Window(NamedTuple):
+    """A read's checked arguments: events with after < position <= until (None: the head
+    when the read starts), at most `limit` of them (None: no limit)."""
+
+    after: int
+    until: int | None
+    limit: int | None
+
+
+def window(after: object, until: object, limit: object) -> Window:
+    """Check a read's arguments: non-negative ints (not bools), `until` and `limit` or None."""
+    return Window(
+        check_position("after", after),
+        None if until is None else check_position("until", until),
+        None if limit is None else check_position("limit", limit),
+    )
+
+
+def _chunks(fetch: Fetch, after: int, last: int, limit: int | None) -> Iterator[list[Row]]:
+    """Raw rows after `after` up to `last`, at most `limit`, a chunk at a time, by keyset on
+    position."""
+    left = MAX_POSITION if limit is None else limit
+    while after < last and left > 0:
+        rows = fetch(after, last, min(left, READ_CHUNK))
         if not rows:
             return
         yield rows
         after = rows[-1][0]
+        left -= len(rows)
 
 
-def stored_rows(fetch: Fetch, after: int, last: int) -> Iterator[StoredRow]:
-    """Stored rows after `after` up to `last`."""
-    for rows in _chunks(fetch, after, last):
+def stored_rows(
+    fetch: Fetch, after: int, last: int, limit: int | None = None
+) -> Iterator[StoredRow]:
+    """Stored rows after `after` up to `last`, at most `limit`."""
+    for rows in _chunks(fetch, after, last, limit):
         for position, event_id, body, chain_value in rows:
             yield StoredRow(position, event_id, stored_bytes(body), stored_bytes(chain_value))
 
 
-def decoded_events(fetch: Fetch, after: int, last: int) -> Iterator[RecordedEvent]:
-    """Events after `after` up to `last`, decoded straight from the fetched rows."""
-    for rows in _chunks(fetch, after, last):
-        for position, _, body, chain_value in rows:
-            yield decode_record(
-                stored_bytes(body), position=position, chain_hash=stored_bytes(chain_value).hex()
-            )
+def decoded_events(
+    fetch: Fetch, after: int, last: int, limit: int | None = None
+) -> Iterator[RecordedEvent]:
+    """Events after `after` up to `last`, at most `limit`, decoded straight from the rows."""
+    for rows in _chunks(fetch, after, last, limit):
+        for row in rows:
+            yield _decoded(row)
+
+
+def lookup_event(fetch: Fetch, position: object, last: int = MAX_POSITION) -> RecordedEvent:
+    """The event at `position`, in one lookup; `EventNotFoundError` when none is stored there
+    or it lies past `last` (the head a read is held to)."""
+    if isinstance(position, bool) or not isinstance(position, int):
+        raise InvalidTypeError(f"position must be int, not {type(position).__name__}")
+    if 1 <= position <= last:
+        rows = fetch(position - 1, position, 1)
+        if rows:
+            return _decoded(rows[0])
+    raise EventNotFoundError(position)
+
+
+def _decoded(row: Row) -> RecordedEvent:
+    position, _, body, chain_value = row
+    return decode_record(
+        stored_bytes(body), position=position, chain_hash=stored_bytes(chain_value).hex()
+    )
 
 
 def stored_bytes(value: object) -> bytes:

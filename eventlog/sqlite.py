@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import random
 import sqlite3
@@ -33,7 +32,7 @@ from eventlog.errors import (
 )
 from eventlog.events import NewEvent, RecordedEvent
 from eventlog.logs import get_logger
-from eventlog.rows import decoded_events, stored_rows
+from eventlog.rows import decoded_events, lookup_event, stored_rows, window
 
 log = get_logger("factledger.eventlog")
 T = TypeVar("T")
@@ -42,7 +41,6 @@ FirstEvents = Callable[[str], Sequence[NewEvent]]
 
 MEMORY = ":memory:"
 LOG_FORMAT = "factledger-log/1"
-SCAN_CHUNK = 1024
 WAL_AUTOCHECKPOINT_PAGES = 4000
 """Fold the WAL back into the database every ~16 MiB rather than SQLite's default ~4 MiB:
 an event touches several pages, and each checkpoint costs an extra fsync of the database."""
@@ -386,33 +384,36 @@ class SQLiteEventLog:
             return snap.head()
 
     def read(
-        self, after: int = 0, limit: int | None = None, *, until: int | None = None
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
-        """Events after position `after` (up to `until`, at most `limit`), in position order."""
-        last = until if until is not None else self.head().position
-        events = decoded_events(self._fetcher(last), after, last)
-        return events if limit is None else itertools.islice(events, limit)
-
-    def scan(self, after: int = 0, until: int | None = None) -> Iterator[StoredRow]:
-        """Stored rows after `after` up to `until` (default: the head when the scan began).
+        """Events after `after` up to `until` (default: the head when the read began), at most
+        `limit`, in position order (`ReadSnapshot.read`).
 
         Reads in chunks, holding the handle only while a chunk is fetched: memory stays constant
-        and writers are not blocked for the length of the scan.
+        and writers are not blocked for the length of the read.
         """
-        last = until if until is not None else self.head().position
-        return stored_rows(self._fetcher(last), after, last)
+        span = window(after, until, limit)
+        last = span.until if span.until is not None else self.head().position
+        return decoded_events(self._fetch, span.after, last, span.limit)
 
-    def _fetcher(self, last: int) -> Callable[[int], list[Row]]:
-        """Fetch one chunk of rows after a position, holding the handle only while it runs."""
+    def event_at(self, position: int) -> RecordedEvent:
+        """The event at `position`, in one lookup (`ReadSnapshot.event_at`)."""
+        return lookup_event(self._fetch, position)
 
-        def fetch(start: int) -> list[Row]:
-            with self._lock:
-                return self._with_retry(
-                    lambda: self._conn.execute(_SQL_SCAN, (start, last, SCAN_CHUNK)).fetchall(),
-                    "read",
-                )
+    def scan(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[StoredRow]:
+        """Stored rows in the window `read` takes, chunk by chunk as it does."""
+        span = window(after, until, limit)
+        last = span.until if span.until is not None else self.head().position
+        return stored_rows(self._fetch, span.after, last, span.limit)
 
-        return fetch
+    def _fetch(self, after: int, last: int, count: int) -> list[Row]:
+        """One chunk of rows (`eventlog.rows.Fetch`), holding the handle only while it runs."""
+        with self._lock:
+            return self._with_retry(
+                lambda: self._conn.execute(_SQL_SCAN, (after, last, count)).fetchall(), "read"
+            )
 
     def close(self) -> None:
         """Close the connection. The handle must not be used afterwards."""
@@ -509,16 +510,20 @@ class _Snapshot:
             return 0, self._owner.genesis
         return int(row[0]), bytes(row[1])
 
-    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
-        last = until if until is not None else self._head_raw()[0]
+    def read(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        span = window(after, until, limit)
+        last = span.until if span.until is not None else self._head_raw()[0]
+        return decoded_events(self._fetch, span.after, last, span.limit)
 
-        def fetch(start: int) -> list[Row]:
-            return self._run(
-                lambda: self._conn.execute(_SQL_SCAN, (start, last, SCAN_CHUNK)).fetchall(),
-                "read",
-            )
+    def event_at(self, position: int) -> RecordedEvent:
+        return lookup_event(self._fetch, position)
 
-        return decoded_events(fetch, after, last)
+    def _fetch(self, after: int, last: int, count: int) -> list[Row]:
+        return self._run(
+            lambda: self._conn.execute(_SQL_SCAN, (after, last, count)).fetchall(), "read"
+        )
 
     def _run(self, work: Callable[[], T], action: str) -> T:
         try:

@@ -1,9 +1,15 @@
-"""What a log stores at one position, read through the backend interface."""
+"""What a log stores at one position, and a log read as of a head, through the backend
+interface."""
 
 from __future__ import annotations
 
-from eventlog.backend import EventLog, ReadSnapshot
+from collections.abc import Iterator
+
+from eventlog.backend import EventLog, Head, ReadSnapshot
 from eventlog.checks import check_position
+from eventlog.errors import EventNotFoundError
+from eventlog.events import RecordedEvent
+from eventlog.rows import window
 
 
 def chain_at(source: EventLog | ReadSnapshot, position: int) -> str | None:
@@ -11,5 +17,35 @@ def chain_at(source: EventLog | ReadSnapshot, position: int) -> str | None:
     event is stored there. Before the first event the chain value is the genesis
     (`eventlog.chain.genesis`)."""
     check_position("position", position, minimum=1)
-    event = next(source.read(position - 1, until=position), None)
-    return None if event is None else event.chain_hash
+    try:
+        return source.event_at(position).chain_hash
+    except EventNotFoundError:
+        return None
+
+
+class LogUpTo:
+    """A log read as of one head (a read model's): reads that never go past it."""
+
+    __slots__ = ("_head", "_log")
+
+    def __init__(self, event_log: EventLog, head: Head) -> None:
+        self._log = event_log
+        self._head = head
+
+    def head(self) -> Head:
+        """The head reads stop at."""
+        return self._head
+
+    def read(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        """Events after `after`, up to `until` and never past the head (`ReadSnapshot.read`)."""
+        span = window(after, until, limit)
+        last = self._head.position if span.until is None else min(span.until, self._head.position)
+        return self._log.read(after=span.after, until=last, limit=span.limit)
+
+    def event_at(self, position: int) -> RecordedEvent:
+        """The event at `position`, if it is not past the head (`ReadSnapshot.event_at`)."""
+        if type(position) is int and position > self._head.position:
+            raise EventNotFoundError(position)
+        return self._log.event_at(position)

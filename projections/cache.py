@@ -45,6 +45,7 @@ from eventlog import (
 )
 from eventlog.chain import genesis
 from eventlog.logs import get_logger
+from eventlog.stored import LogUpTo
 from projections import sql
 from projections.errors import CacheRefusedError
 from projections.projector import (
@@ -370,11 +371,19 @@ class _CacheSnapshot:
             self._head = self._projection._state(self._db)
         return self._head
 
-    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
-        """The log's events after `after` up to `until`, never past the position this read
-        of the cache shows."""
-        last = self.head().position if until is None else min(until, self.head().position)
-        return self._projection._log.read(after, until=last)
+    def read(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        """The log's events, never past the position this read of the cache shows
+        (`ReadSnapshot.read`)."""
+        return LogUpTo(self._projection._log, self.head()).read(
+            after=after, until=until, limit=limit
+        )
+
+    def event_at(self, position: int) -> RecordedEvent:
+        """The log's event at `position`, if this read of the cache shows it, in one
+        lookup in the log (`ReadSnapshot.event_at`)."""
+        return LogUpTo(self._projection._log, self.head()).event_at(position)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Query the cache in this read."""

@@ -22,6 +22,7 @@ from typing import assert_never
 from eventlog import (
     ConflictPolicySet,
     CorruptLogError,
+    EventNotFoundError,
     FactApproved,
     FactPublished,
     FactRejected,
@@ -107,12 +108,11 @@ def unconfirmed_entries(
     """The entries among `entries` whose rows their events in `snap` do not bear out, by
     position, with the fields that differ (`hidden` for a row shown that a quarantine
     covers). Each is logged as an error."""
-    head = snap.head().position
     positions = [entry.id for entry in entries]
     covered = {row[0] for row in over_positions(snap, sql.LINEAGE_QUARANTINED_AMONG, positions)}
     found: dict[int, tuple[str, ...]] = {}
     for entry in entries:
-        problems = entry_problems(entry, _event_at(snap, entry.id, head))
+        problems = entry_problems(entry, _event_at(snap, entry.id))
         if entry.id in covered:
             problems = (*problems, "hidden")
         if problems:
@@ -123,12 +123,10 @@ def unconfirmed_entries(
     return found
 
 
-def _event_at(snap: ModelSnapshot, position: int, head: int) -> RecordedEvent | None:
-    if not 1 <= position <= head:
-        return None
+def _event_at(snap: ModelSnapshot, position: int) -> RecordedEvent | None:
     try:
-        return next(snap.read(position - 1, position), None)
-    except CorruptLogError:
+        return snap.event_at(position)
+    except (EventNotFoundError, CorruptLogError):
         return None
 
 

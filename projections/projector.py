@@ -192,11 +192,15 @@ def await_position(
 
 class ModelSnapshot(Protocol):
     """A consistent read of the read model, the log position it shows, and the log's events
-    up to there (to hold a row to the event that wrote it)."""
+    up to there (to hold a row to the event that wrote it), read as `ReadSnapshot` reads."""
 
     def head(self) -> Head: ...
 
-    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]: ...
+    def read(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[RecordedEvent]: ...
+
+    def event_at(self, position: int) -> RecordedEvent: ...
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]: ...
 
@@ -250,9 +254,15 @@ class _FileSnapshot:
         """The log's head in this read: the read model shows it once it is current."""
         return self._log.head()
 
-    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
-        """The log's events after `after` up to `until` (default: the head), in this read."""
-        return self._log.read(after, until)
+    def read(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        """The log's events in this read (`ReadSnapshot.read`)."""
+        return self._log.read(after=after, until=until, limit=limit)
+
+    def event_at(self, position: int) -> RecordedEvent:
+        """The log's event at `position` in this read (`ReadSnapshot.event_at`)."""
+        return self._log.event_at(position)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Query the read model in this read."""

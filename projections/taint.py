@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from eventlog import EventNotFoundError, RecordedEvent
 from eventlog.logs import get_logger
 from eventlog.signing import is_unsigned_import
 from projections import sql
@@ -52,11 +53,13 @@ def _bad_sources(
     (an entry still shown) with a row its event does not bear out. Each event is read once."""
     bad = {row[0] for row in over_positions(snap, sql.LINEAGE_QUARANTINED_AMONG, sources)}
     rows = {row[0]: row for row in over_positions(snap, sql.LINEAGE_ENTRIES_AMONG, sources)}
-    head = snap.head().position
     for position in sources:
         if position in bad:
             continue
-        record = next(snap.read(position - 1, position), None) if position <= head else None
+        try:
+            record: RecordedEvent | None = snap.event_at(position)
+        except EventNotFoundError:
+            record = None
         row = rows.get(position)
         entry = None if row is None else entry_from_row(row)
         unsigned = is_unsigned_import(record.payload) if record is not None else False

@@ -25,6 +25,7 @@ from eventlog import (
     open_log,
 )
 from eventlog.checks import check_position
+from eventlog.stored import LogUpTo
 from projections import reads, sql
 from projections.cache import open_read_model
 from projections.entries import MemoryEntry
@@ -262,7 +263,7 @@ def open_view(
     except BaseException:
         event_log.close()
         raise
-    folded = _FoldedAt(scratch, _LogAt(event_log, head))
+    folded = _FoldedAt(scratch, LogUpTo(event_log, head))
     return MemoryView(folded, db_path=db_path, resources=[scratch, event_log])
 
 
@@ -296,7 +297,7 @@ def read_model_at_head(
         try:
             model.open()
             with model.snapshot() as snap:
-                yield _LogAt(event_log, snap.head()), snap
+                yield LogUpTo(event_log, snap.head()), snap
         finally:
             model.close()
         return
@@ -312,28 +313,11 @@ def read_model_at_head(
             yield snap, scratch
 
 
-class _LogAt:
-    """The log as a read model showed it: its head, and reads that stop there."""
-
-    def __init__(self, event_log: EventLog, head: Head) -> None:
-        self._log = event_log
-        self._head = head
-
-    def head(self) -> Head:
-        """The position the read model shows."""
-        return self._head
-
-    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
-        """Events after `after`, up to `until` and never past the head."""
-        last = self._head.position if until is None else min(until, self._head.position)
-        return self._log.read(after, until=last)
-
-
 class _FoldedAt:
     """A read model folded in memory up to the head of a log the view holds open: its
     snapshots can hold a row to the event that wrote it."""
 
-    def __init__(self, scratch: sql.ScratchDatabase, log_at: _LogAt) -> None:
+    def __init__(self, scratch: sql.ScratchDatabase, log_at: LogUpTo) -> None:
         self._scratch = scratch
         self._log_at = log_at
 
@@ -346,7 +330,7 @@ class _FoldedAt:
 class _FoldedSnapshot:
     """One read of a `_FoldedAt`."""
 
-    def __init__(self, scratch: sql.ScratchDatabase, log_at: _LogAt) -> None:
+    def __init__(self, scratch: sql.ScratchDatabase, log_at: LogUpTo) -> None:
         self._scratch = scratch
         self._log_at = log_at
 
@@ -354,9 +338,15 @@ class _FoldedSnapshot:
         """The position the tables show."""
         return self._log_at.head()
 
-    def read(self, after: int = 0, until: int | None = None) -> Iterator[RecordedEvent]:
-        """Events after `after`, up to `until` and never past the head."""
-        return self._log_at.read(after, until)
+    def read(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        """The log's events, never past the head (`ReadSnapshot.read`)."""
+        return self._log_at.read(after=after, until=until, limit=limit)
+
+    def event_at(self, position: int) -> RecordedEvent:
+        """The log's event at `position`, if not past the head (`ReadSnapshot.event_at`)."""
+        return self._log_at.event_at(position)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Query the folded tables."""

@@ -305,7 +305,7 @@ def _walk(
     try:
         for begin, end in _batches(report.head, tree_size):
             folding = end <= tree_size
-            walker.walk(event_log.scan(begin, end), leaves.append if folding else None)
+            walker.walk(event_log.scan(after=begin, until=end), leaves.append if folding else None)
             while walker.position < end:
                 walker.feed(_next_row(event_log, walker.position))
             if folding:
@@ -330,7 +330,7 @@ def _batches(head: int, tree_size: int) -> Iterator[tuple[int, int]]:
 
 def _next_row(event_log: EventLog, position: int) -> StoredRow:
     """The first stored row after `position`, to name what a walk that stopped short missed."""
-    row = next(iter(event_log.scan(position)), None)
+    row = next(event_log.scan(after=position, limit=1), None)
     if row is None:
         raise ChainBreak(
             position + 1,

@@ -308,11 +308,7 @@ def _read_model(
 
 
 def _event_ids(snap: ReadSnapshot, positions: Iterable[int]) -> dict[int, str]:
-    return {p: _event(snap, p).event_id for p in positions}
-
-
-def _event(snap: ReadSnapshot, position: int) -> RecordedEvent:
-    return next(snap.read(after=position - 1, until=position))
+    return {p: snap.event_at(p).event_id for p in positions}
 
 
 def _actions(snap: ReadSnapshot, model: Readable, shown: set[int]) -> list[OperatorAction]:
@@ -327,7 +323,7 @@ def _actions(snap: ReadSnapshot, model: Readable, shown: set[int]) -> list[Opera
     covered: dict[int, tuple[int, ...]] = {}
     actions = []
     for position in candidates:
-        record = _event(snap, position)
+        record = snap.event_at(position)
         payload = record.payload
         match payload:
             case QuarantineApplied():
@@ -352,7 +348,7 @@ def _actions(snap: ReadSnapshot, model: Readable, shown: set[int]) -> list[Opera
         if target not in covered:
             applied = record if target == position else None
             if applied is None and 1 <= target < position:
-                applied = _event(snap, target)
+                applied = snap.event_at(target)
             found = []
             if applied is not None and isinstance(applied.payload, QuarantineApplied):
                 found = matching_positions(model, target, applied.payload)

@@ -104,7 +104,7 @@ def nodes(snap: ReadSnapshot, level: Sequence[tuple[int, int, int | None]]) -> l
     """The events of one level, described from the log."""
     shown = []
     for position, linked_to, via in level:
-        record = next(snap.read(position - 1, position))
+        record = snap.event_at(position)
         shown.append(
             LineageNode(
                 position=position,

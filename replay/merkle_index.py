@@ -120,7 +120,7 @@ class MerkleIndex:
         """Leaf hashes of one tile, read from the stored rows and checked against the index."""
         begin = tile * TILE
         end = begin + TILE if indexed is not None else min(begin + TILE, size)
-        leaves = [leaf_hash(row.body) for row in self.log.scan(begin, end)]
+        leaves = [leaf_hash(row.body) for row in self.log.scan(after=begin, until=end)]
         if len(leaves) != end - begin or (indexed is not None and perfect_hash(leaves) != indexed):
             raise CorruptLogError(
                 f"rows {begin + 1} to {end} are missing or changed since they were verified; "
@@ -134,7 +134,7 @@ class MerkleIndex:
         leaves: list[bytes] = []
         walker = ChainWalker(self.chain_value, position=start)
         try:
-            walker.walk(self.log.scan(start, end), on_leaf=leaves.append)
+            walker.walk(self.log.scan(after=start, until=end), on_leaf=leaves.append)
         except ChainBreak as brk:
             raise CorruptLogError(
                 f"cannot index the log: {brk.reason}; run verify", position=brk.position

@@ -220,7 +220,7 @@ def list_operators(db_path: str | os.PathLike[str]) -> Operators:
     ):
         rows = inquiries.operators(model)
         positions = {p for row in rows for p in (row[3], row[5]) if p is not None}
-        events = {p: next(snap.read(after=p - 1, until=p)) for p in positions}
+        events = {p: snap.event_at(p) for p in positions}
         return Operators(
             at_position=snap.head().position,
             enforced=bool(rows),

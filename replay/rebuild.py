@@ -143,7 +143,7 @@ def _rebuild_file(
             folded = _fold(shadow, projectors, event_log.read(until=begun), begun, progress)
             with event_log.snapshot() as snap:
                 head = snap.head()
-                tail = snap.read(folded or 0, until=head.position)
+                tail = snap.read(after=folded or 0, until=head.position)
                 _fold(shadow, projectors, tail, head.position, progress)
                 live = _live_digests(event_log, projectors, head)
             tables = _compare(live.digests, shadow, projectors)

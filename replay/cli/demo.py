@@ -96,7 +96,7 @@ def _prompt(
         adapter=adapter,
     )
     head = store.event_log.head().position
-    record = next(store.event_log.read(after=head - 1))
+    record = store.event_log.event_at(head)
     assert isinstance(record.payload, RecallRecorded)
     return text, record.payload, record.position
 

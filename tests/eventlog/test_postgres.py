@@ -21,6 +21,7 @@ from eventlog import (  # noqa: E402  # noqa: E402
     MAX_CONTENT_BYTES,
     OPERATOR_KINDS,
     EventLog,
+    EventNotFoundError,
     FactledgerError,
     InvalidInputError,
     LogBusyError,
@@ -215,7 +216,35 @@ def test_snapshot_holds_its_head(pg: PgLog, pg_log: PostgresEventLog) -> None:
         other.append(memory("two"))
         assert [1] == [r.position for r in snap.read()]
         assert [1] == [r.position for r in snap.read(until=5)]
+        assert 1 == snap.event_at(1).position
+        with pytest.raises(EventNotFoundError):
+            snap.event_at(2)
     assert 2 == pg_log.head().position
+    assert 2 == pg_log.event_at(2).position
+    other.close()
+
+
+def test_a_snapshot_that_found_no_event_keeps_that_answer(
+    pg: PgLog, pg_log: PostgresEventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """event_at before a snapshot has fixed its head costs one query and no head query;
+    when it finds nothing, the head is fixed there, so a later append does not appear in
+    that read."""
+    pg_log.append(memory("one"))
+    other = PostgresEventLog(pg.dsn)
+    queries: list[str] = []
+    fetch, head = pg_log._fetch, pg_log.head
+    monkeypatch.setattr(pg_log, "_fetch", lambda *a: queries.append("fetch") or fetch(*a))
+    monkeypatch.setattr(pg_log, "head", lambda: queries.append("head") or head())
+    with pg_log.snapshot() as snap:
+        assert 1 == snap.event_at(1).position
+        assert ["fetch"] == queries
+        with pytest.raises(EventNotFoundError):
+            snap.event_at(2)
+        other.append(memory("two"))
+        with pytest.raises(EventNotFoundError):
+            snap.event_at(2)
+        assert (1, [1]) == (snap.head().position, [r.position for r in snap.read()])
     other.close()
 
 
@@ -562,7 +591,7 @@ def test_an_agent_may_write_a_nul_in_its_text(agent: PostgresEventLog) -> None:
     """The database reads each row's envelope to check it; a NUL in the text (valid JSON,
     which PostgreSQL's JSON types cannot hold) does not make that read fail."""
     record = agent.append(memory("before\x00after", source_adapter="codex"))
-    assert "before\x00after" == next(agent.read(after=record.position - 1)).payload.content
+    assert "before\x00after" == agent.event_at(record.position).payload.content
 
 
 def test_a_log_made_with_its_first_events_starts_with_them(pg: PgLog) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import (
+    EventNotFoundError,
     LogBusyError,
     LogExistsError,
     MemoryAdded,
@@ -61,6 +62,22 @@ def test_rows_written_on_the_connection_commit_with_the_append(tmp_path: Path) -
     with log.snapshot():
         assert [(1,)] == log.connection.execute("SELECT position FROM side").fetchall()
     assert 1 == log.head().position
+
+
+def test_a_snapshot_reads_nothing_appended_after_it(tmp_path: Path) -> None:
+    """Once a snapshot has read, another handle's appends are not in it: read and event_at
+    stop where it began."""
+    log, other = open_log(tmp_path / "log.db"), open_log(tmp_path / "log.db")
+    log.append(memory("one"))
+    with log.snapshot() as snap:
+        assert 1 == snap.head().position
+        other.append(memory("two"))
+        assert ([1], 1) == ([r.position for r in snap.read(until=5)], snap.event_at(1).position)
+        with pytest.raises(EventNotFoundError):
+            snap.event_at(2)
+    assert 2 == log.event_at(2).position
+    log.close()
+    other.close()
 
 
 def test_log_id_is_stable_across_opens(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from eventlog import Problem, open_log, verify_chain
+from eventlog import EventNotFoundError, Problem, open_log, verify_chain
 from eventlog.chain import genesis, leaf_hash, link
 from eventlog.codec import content_hash
 from eventlog.contract import fact, memory
@@ -135,3 +135,18 @@ def test_verdict_for_each_tampering(
     if not ok:
         assert report.reason
         assert report.checked == (first_bad or 0) - 1
+
+
+def test_reads_count_stored_events_across_rows_deleted_behind_the_log(tmp_path: Path) -> None:
+    """With rows 3 to 6 deleted around the triggers, a limit counts the events still stored
+    (a reader paging by limit goes on past the gap) and event_at names a missing position."""
+    path = tmp_path / "log.db"
+    log = open_log(path)
+    log.append_many([memory(str(i)) for i in range(10)])
+    _raw(path).execute("DELETE FROM fl_events WHERE position BETWEEN 3 AND 6")
+    assert [7, 8] == [event.position for event in log.read(after=2, limit=2)]
+    assert [1, 2, 7] == [row.position for row in log.scan(limit=3)]
+    with pytest.raises(EventNotFoundError, match="position 4"):
+        log.event_at(4)
+    assert 7 == log.event_at(7).position
+    log.close()

@@ -41,7 +41,7 @@ def kb(store: SQLiteMemoryStore, adapter: str | None, task: str = "task-a") -> C
 
 
 def receipt_at(store: SQLiteMemoryStore, position: int) -> RecallRecorded:
-    payload = next(iter(store.event_log.read(after=position - 1, limit=1))).payload
+    payload = store.event_log.event_at(position).payload
     assert isinstance(payload, RecallRecorded)
     return payload
 

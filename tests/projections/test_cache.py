@@ -137,7 +137,7 @@ def test_the_writing_handle_reads_its_own_writes(host: Host) -> None:
     kb.publish("api", "url", "v2", scope="run")
     assert ["v2"] == [fact.value for fact in kb.subscribe("api", scope="run")]
     assert {6} == cache_position(store.db_path)  # type: ignore[arg-type]
-    assert "recall_recorded" == next(store.event_log.read(after=5)).kind  # subscribe's receipt
+    assert "recall_recorded" == store.event_log.event_at(6).kind  # subscribe's receipt
 
 
 def test_an_append_inside_an_open_read_is_refused_clearly_and_writes_nothing(
@@ -216,7 +216,7 @@ def test_the_prompt_reads_the_head_and_the_cache_in_one_snapshot(host: Host) -> 
     policy = MemoryTrustPolicy(trusted_adapters=frozenset({"codex"}))
     text = load_persistent_memory(store, ["api"], trust_policy=policy, task_id="t")
     assert "remember this" in text
-    receipt = next(store.event_log.read(after=1))
+    receipt = store.event_log.event_at(2)
     assert 1 == receipt.payload.head_position  # type: ignore[union-attr]
 
 

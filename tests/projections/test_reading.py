@@ -35,7 +35,7 @@ TRUSTING_EVIL = MemoryTrustPolicy(trusted_adapters=frozenset({"evil-cli"}))
 
 def last_event(store: SQLiteMemoryStore) -> RecordedEvent:
     head = store.event_log.head().position
-    return next(store.event_log.read(after=head - 1))
+    return store.event_log.event_at(head)
 
 
 def reader_of(event: RecordedEvent) -> tuple[tuple[object, ...], tuple[object, ...]]:
@@ -158,7 +158,7 @@ def test_an_agent_reading_with_taint_off_sees_what_was_derived_from_poison(
     assert ([], 1) == (kept.facts, kept.kept_out)
     receipt = SQLiteMemoryStore(db_path)
     with receipt:
-        payload = next(receipt.event_log.read(after=kept.receipt_position - 1)).payload
+        payload = receipt.event_log.event_at(kept.receipt_position).payload
     assert isinstance(payload, RecallRecorded)
     assert (Exclusion(position=derived.position, reason="tainted", source=poison),) == (
         payload.excluded
@@ -183,7 +183,7 @@ def test_agent_history_keeps_tainted_versions_out(db_path: Path) -> None:
     with SQLiteMemoryStore(db_path) as store:
         read = read_history(store, CODEX, "setup", "install")
         everything = read_history(store, CODEX, "setup", "install", show_all=True)
-        receipt = next(store.event_log.read(after=read.receipt_position - 1)).payload
+        receipt = store.event_log.event_at(read.receipt_position).payload
     assert ([first.position], 1) == ([f.position for f in read.facts], read.kept_out)
     assert isinstance(receipt, RecallRecorded)
     assert (Exclusion(position=derived.position, reason="tainted", source=poison),) == (

@@ -170,7 +170,7 @@ WRITERS: dict[str, Writer] = {
 
 def last_receipt(store: SQLiteMemoryStore) -> RecallRecorded:
     head = store.event_log.head().position
-    [record] = store.event_log.read(after=head - 1)
+    record = store.event_log.event_at(head)
     assert isinstance(record.payload, RecallRecorded)
     return record.payload
 

@@ -77,7 +77,7 @@ def head(db_path: Path) -> int:
 def policy_event(db_path: Path, position: int) -> ConflictPolicySet:
     log = open_log(db_path, read_only=True)
     try:
-        [record] = list(log.read(position - 1, until=position))
+        record = log.event_at(position)
     finally:
         log.close()
     assert isinstance(record.payload, ConflictPolicySet)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from eventlog import (
+    EventNotFoundError,
     FactPublished,
     InvalidInputError,
     InvalidTypeError,
@@ -145,6 +147,20 @@ def test_blame_names_the_event_that_set_each_current_fact(
     assert ["timeout"] == [line.key for line in blame(db_path, scope="run").facts]
     assert ["url"] == [line.key for line in blame(db_path, tag="db").facts]
     assert ["base_url"] == [line.key for line in blame(db_path, run_id="run-2").facts]
+
+
+def test_blame_over_a_read_model_naming_no_event_says_which_position(
+    db_path: Path, scripted: SQLiteMemoryStore
+) -> None:
+    """A current-fact row edited to point past the log is refused with the position it
+    names (it was an internal StopIteration)."""
+    scripted.close()
+    with sqlite3.connect(db_path) as raw:
+        raw.execute("UPDATE fl_fact SET position = 999 WHERE position = 7")
+        raw.execute("UPDATE fl_fact_current SET position = 999 WHERE position = 7")
+    with pytest.raises(EventNotFoundError, match="position 999") as raised:
+        blame(db_path)
+    assert 999 == raised.value.position
 
 
 def changes(report_changes: list[FactChange]) -> list[tuple[Any, ...]]:

@@ -101,7 +101,7 @@ def append_raw(db_path: Path, event: NewEvent) -> RecordedEvent:
 
 def event_at(db_path: Path, position: int) -> RecordedEvent:
     with closing(open_log(db_path, read_only=True)) as log:
-        return next(log.read(after=position - 1, until=position))
+        return log.event_at(position)
 
 
 def signed_by(key: OperatorKey, log_id: str, event: NewEvent) -> NewEvent:

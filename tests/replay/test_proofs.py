@@ -89,7 +89,7 @@ def test_event_can_be_given_as_hash_hex_record_or_row(
     proof = prove_inclusion(path, 23, taken[37])
     row = stored(path)[22]
     log = open_log(path, read_only=True)
-    record = next(log.read(22, 1))
+    record = log.event_at(23)
     log.close()
     forms: list[bytes | str | RecordedEvent | StoredRow] = [
         leaf_hash(row.body),
@@ -284,8 +284,10 @@ class CountingLog(SQLiteEventLog):
         super().__init__(path, read_only=True)
         self.scanned = 0
 
-    def scan(self, after: int = 0, until: int | None = None) -> Iterator[StoredRow]:
-        for row in super().scan(after, until):
+    def scan(
+        self, *, after: int = 0, until: int | None = None, limit: int | None = None
+    ) -> Iterator[StoredRow]:
+        for row in super().scan(after=after, until=until, limit=limit):
             self.scanned += 1
             yield row
 
