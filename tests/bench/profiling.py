@@ -247,8 +247,7 @@ def audit(folder: Path, count: int) -> None:
     """Profile replay.audit.verify and replay.rebuild.rebuild."""
     path = folder / "audit.db"
     build_log(path, Corpus(9), count)
-    from replay.audit import verify
-    from replay.rebuild import rebuild
+    from replay import rebuild, verify
 
     print(f"\n== replay verify and rebuild over {count} events")
     print(f"  unprofiled: verify {wall_us(lambda: verify(path), count):.2f} us/event")

@@ -18,6 +18,7 @@ from eventlog import (
 )
 from projections import CrossTaskKB, SQLiteMemoryStore, inquiries
 from replay import (
+    Ledger,
     NotAuthorizedError,
     add_operator,
     approve,
@@ -414,7 +415,8 @@ def test_an_untrusted_first_writer_on_postgresql_owns_nothing(pg: PgLog, tmp_pat
     init_postgres(pg.dsn, role_prefix=pg.roles, key=key)
     add_agent(pg.dsn, f"{pg.roles}_codex", "codex", role_prefix=pg.roles)
     operator_cache, agent_cache = tmp_path / "operator.db", tmp_path / "agent.db"
-    set_conflict_policy(pg.dsn, "schema", "hold", owners=OWNER, key=key, cache=operator_cache)
+    with Ledger.open(pg.dsn, cache=operator_cache, read_only=False) as ledger:
+        ledger.set_conflict_policy("schema", "hold", owners=OWNER, key=key)
     agent_log = pg.as_role(f"{pg.roles}_codex")
     with SQLiteMemoryStore(agent_cache, log=agent_log, source_adapter="codex") as store:
         poison = kb(store, None).publish("schema", "users", "POISON", scope="project").position
@@ -424,7 +426,8 @@ def test_an_untrusted_first_writer_on_postgresql_owns_nothing(pg: PgLog, tmp_pat
         with SQLiteMemoryStore(cache, log=log) as store:
             found = kb(store, "x").subscribe("schema", scope="project")
             assert [("v1", "claude-code")] == [(f.value, f.source_adapter) for f in found]
+    with Ledger.open(pg.dsn, cache=operator_cache) as ledger:
+        held_now = ledger.history(tag="schema").held
     assert [(poison, "pending", "codex")] == [
-        (h.position, h.status, h.source_adapter)
-        for h in history(pg.dsn, tag="schema", cache=operator_cache).held
+        (h.position, h.status, h.source_adapter) for h in held_now
     ]

@@ -14,9 +14,7 @@ from projections import (
     load_persistent_memory,
     recall_memory,
 )
-from replay import Actor, approve, reject, set_conflict_policy
-from replay.forensics import blast_radius
-from replay.quarantine import quarantine
+from replay import Actor, approve, blast_radius, quarantine, reject, set_conflict_policy
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from eventlog import (
     open_log,
 )
 from projections import CrossTaskKB, SQLiteMemoryStore
+from replay import FactChange, blame, diff, history
 from replay.cli.output import to_json, to_text
-from replay.history import FactChange, blame, diff, history
 from tests.conftest import Clock
 
 StoreFactory = Callable[..., SQLiteMemoryStore]

@@ -13,7 +13,7 @@ from projections import (
     SQLiteMemoryStore,
     load_persistent_memory,
 )
-from replay.quarantine import quarantine, release
+from replay import quarantine, release
 
 TRUST_EVIL = MemoryTrustPolicy(trusted_adapters=frozenset({"evil"}))
 

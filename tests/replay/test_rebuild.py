@@ -33,8 +33,8 @@ from projections import (
 )
 from projections import tables as tables_module
 from projections.tables import table_digest, table_rows
+from replay import RebuildReport, rebuild
 from replay.cli.output import to_json, to_text
-from replay.rebuild import RebuildReport, rebuild
 from tests.histories import HISTORIES, play
 
 rebuild_module = importlib.import_module("replay.rebuild")  # the package exports the function

@@ -18,7 +18,7 @@ from eventlog import (
     StorageError,
 )
 from projections import CrossTaskKB, SQLiteMemoryStore, load_persistent_memory
-from replay.timetravel import as_of
+from replay import as_of
 from tests.conftest import Clock
 
 Observation = dict[str, Any]
