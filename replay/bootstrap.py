@@ -46,7 +46,7 @@ class LogMade(msgspec.Struct, frozen=True, kw_only=True):
     """The operator key given, registered at position 1 of a new log, or found registered
     in an existing one; None when no key was given."""
     operators: int
-    """How many operator keys the log has (0: it is open, see `list_operators`)."""
+    """How many operator keys the log has (0: it is open, see `Ledger.operators`)."""
     imported: ImportReport | None = None
     """For a new log in a file holding the replaced store's `memory` table: its import."""
     roles: dict[str, str] | None = None

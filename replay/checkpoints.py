@@ -25,8 +25,7 @@ from eventlog.chain import HASH_SIZE
 from eventlog.checks import check_identifier, check_position
 from eventlog.signing import strict_base64
 from replay.errors import UnsignedCheckpointError
-from replay.keys import KeySource, OperatorKey, PublicKey, operator_key, read_public_key
-from replay.merkle_index import MerkleIndex
+from replay.keys import KeySource, PublicKey, operator_key, read_public_key
 
 ORIGIN_PREFIX = "factledger/"
 CHAIN_PREFIX = "chain "
@@ -170,15 +169,6 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
         matching = [s for s in self.signatures if _by(s, key)]
         message = self.body.encode("utf-8")
         return bool(matching) and all(key.verify(s.signature, message) for s in matching)
-
-
-def at_head(index: MerkleIndex, key: OperatorKey | None) -> Checkpoint:
-    """A checkpoint at the head of the log `index` keeps, signed if `key` is given."""
-    head = index.refresh()
-    index.extend(head)
-    root, chain_value = index.tip(head)
-    taken = Checkpoint(log_id=index.log.log_id, size=head, root=root, chain_hash=chain_value.hex())
-    return taken if key is None else taken.sign(key)
 
 
 def _by(signature: NoteSignature, key: PublicKey) -> bool:

@@ -1,23 +1,15 @@
-"""`Ledger`: a log opened once, and every audit and operator operation on it.
+"""`Ledger`: a log opened once, knowing what it holds, with every audit and operator
+operation as a method.
 
-`Ledger.open(path_or_dsn)` opens one of two things, and knows which:
+It holds a file with the log and its read model, or a log in PostgreSQL (a `postgresql://`
+DSN) with this host's cache file (`cache=`; without one, a read model in memory). Opened
+read-only (the default) it investigates, writes nothing to the log, creates no file and
+refuses every operator action; `read_only=False` opens the log for writing (creating a file
+log). A host's cache is a copy of the log, not evidence: reads catch it up in either mode.
 
-- a file holding the log and its read model (a cache is refused: the read model is in it);
-- a log in PostgreSQL (a `postgresql://` DSN) with, given `cache=`, this host's cache of it,
-  a SQLite file caught up before each read (without one, a read model folded in memory,
-  kept while the ledger is open).
-
-Opened read-only (the default), a ledger investigates: verify, checkpoints and proofs,
-history, blame, diff, as_of, lineage, blast_radius, the operator list, export, and a rebuild
-that compares. It writes nothing to the log, creates no file on opening, and refuses every
-operator action (`ReadOnlyLedgerError`). `read_only=False` opens the log for writing (a file
-log that does not exist yet is created) for quarantine, release, conflict policy, approve,
-reject, operator keys, imports and a rebuild that swaps. A host's cache is a copy of the
-log, not evidence: reading through it catches it up, whatever the mode.
-
-Each operation is a function of its module (`replay.history`, `replay.forensics`, ...)
-taking the ledger first; the class binds them as its methods. The log, its read model and
-a `Prover` stay open until `close()` (or the end of a `with` block).
+Each operation is a function of its module (`replay.history`, `replay.forensics`, ...) that
+takes the ledger first; the class binds them as methods. The log, its read model and a
+`Prover` stay open until `close()` (or the end of a `with` block).
 """
 
 from __future__ import annotations
@@ -152,8 +144,7 @@ class Ledger:
     @property
     def read_model(self) -> ReadModel:
         """The read model reads and writes go through, made on first use: the log file's own
-        tables, or for a log in PostgreSQL this host's cache (or one in memory), claimed
-        for the log and caught up then."""
+        tables, or this host's cache (or one in memory), claimed and caught up then."""
         event_log = self.event_log
         with self._lock:
             if self._model is None:
@@ -172,9 +163,9 @@ class Ledger:
     def at_head(
         self, projectors: Sequence[Projector] | None = None
     ) -> Iterator[tuple[ReadSnapshot, Readable]]:
-        """One read of the log with a read model at its head: for a log in PostgreSQL, the
-        ledger's (caught up first: the head is the one it reached); for a file, its own tables
-        when current, else `projectors` (default: all) folded in memory. Writes no log."""
+        """One read of the log with a read model at its head: the ledger's cache, caught up
+        first (its head is the one it reached); for a file, its own tables when current, else
+        `projectors` (default: all) folded in memory."""
         event_log = self.event_log
         if self._remote:
             with self.read_model.snapshot() as snap:
@@ -194,9 +185,8 @@ class Ledger:
             )
 
     def write_transaction(self, action: str) -> AbstractContextManager[ProjectedTransaction]:
-        """A write for the operator action `action`, folded into the read model: in a file,
-        one transaction; with a log in PostgreSQL each append commits in the log at once and
-        is folded before it returns. Refused on a ledger opened read-only."""
+        """A write for the operator action `action`, folded into the read model as
+        `SQLiteMemoryStore.write_transaction` folds it; refused when opened read-only."""
         self.require_writable(action)
         return self.read_model.transaction()
 
@@ -204,9 +194,8 @@ class Ledger:
 
     def checkpoint(self, *, key: KeySource | None = None) -> Checkpoint:
         """A checkpoint of the log at its head now, signed if `key` (an operator key or its
-        private key file) is given. The first checkpoint or proof walks and verifies every
-        row (a row that fails raises `CorruptLogError`); later ones walk only what was
-        appended since."""
+        file) is given. The first checkpoint or proof walks and verifies the log (a row that
+        fails raises `CorruptLogError`); later ones walk only what was appended since."""
         self.require_open()
         return self._prover.checkpoint(key=key)
 

@@ -26,7 +26,7 @@ from eventlog import (
 from eventlog.chain import HASH_SIZE, genesis, leaf_hash
 from eventlog.checks import check_position
 from eventlog.codec import encode_envelope
-from replay.checkpoints import Checkpoint, at_head
+from replay.checkpoints import Checkpoint
 from replay.keys import KeySource, operator_key
 from replay.merkle import (
     EMPTY_ROOT,
@@ -89,7 +89,13 @@ class Prover:
         file) is given."""
         signer = None if key is None else operator_key(key)
         with self._lock:
-            return at_head(self._index, signer)
+            head = self._index.refresh()
+            self._index.extend(head)
+            root, chain_value = self._index.tip(head)
+        taken = Checkpoint(
+            log_id=self.log.log_id, size=head, root=root, chain_hash=chain_value.hex()
+        )
+        return taken if signer is None else taken.sign(signer)
 
     def prove_inclusion(self, position: int, checkpoint: Checkpoint) -> InclusionProof:
         """Prove that the event at `position` is in the log as `checkpoint` describes it."""

@@ -101,6 +101,9 @@ def rebuild(
     else:
         head, live, tables, swapped_at = _rebuild_cache(ledger, ledger.cache, swap, progress)
     seconds = time.perf_counter() - start
+    if swapped_at is not None:
+        meanwhile = swapped_at - head.position
+        log.info("rebuild_swapped", position=swapped_at, appended_meanwhile=meanwhile)
     events = head.position if swapped_at is None else swapped_at
     matches = not live.stale and all(t.matches for t in tables)
     log.info("rebuild_done", events=events, seconds=round(seconds, 3), matches=matches)
@@ -141,7 +144,7 @@ def _rebuild_file(ledger: Ledger, swap: bool, progress: Progress | None) -> _Out
             _fold(shadow, projectors, tail, head.position, progress)
             live = _live_digests(event_log, projectors, head)
         tables = _compare(live.digests, shadow, projectors)
-        swapped_at = _swap(ledger, shadow, head) if swap else None
+        swapped_at = ledger.read_model.replace(shadow, head) if swap else None
     return head, live, tables, swapped_at
 
 
@@ -161,10 +164,6 @@ def _rebuild_cache(ledger: Ledger, cache: str, swap: bool, progress: Progress | 
             live = _Live(stale=stale, digests=_digests(snap, projectors))
         tables = _compare(live.digests, shadow, projectors)
         swapped_at = model.replace(shadow, head) if swap else None
-    if swapped_at is not None:
-        log.info(
-            "rebuild_swapped", position=swapped_at, appended_meanwhile=swapped_at - head.position
-        )
     return head, live, tables, swapped_at
 
 
@@ -225,10 +224,3 @@ def _fold(
             if progress is not None:
                 progress(last, until)
     return last
-
-
-def _swap(ledger: Ledger, shadow: ScratchDatabase, head: Head) -> int:
-    """Replace the live tables with the shadow's through the log's own write transaction."""
-    position = ledger.read_model.replace(shadow, head)
-    log.info("rebuild_swapped", position=position, appended_meanwhile=position - head.position)
-    return position
