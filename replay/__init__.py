@@ -5,12 +5,12 @@ function of the log's path, for one call); and the `factledger` command line."""
 from __future__ import annotations
 
 from eventlog import __version__
+from projections import CacheChoiceError
 from replay.audit import AuditProblem, AuditReport, CheckpointSummary
 from replay.bootstrap import LogMade, init_log, init_postgres
 from replay.checkpoints import Checkpoint, NoteSignature
 from replay.conflicts import HeldVersion, policy_owners
 from replay.errors import (
-    CacheChoiceError,
     KeyFileError,
     LedgerClosedError,
     NotAuthorizedError,

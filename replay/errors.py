@@ -29,12 +29,6 @@ class UnsignedCheckpointError(InvalidInputError):
     """A checkpoint's signature was to be checked, but the checkpoint carries none."""
 
 
-class CacheChoiceError(InvalidInputError):
-    """`Ledger.open` was given a cache it cannot use: a cache for a log kept in a file (whose
-    read model is in that file), or a `postgresql://` DSN as the cache (a host's cache is a
-    local SQLite file). Nothing was opened."""
-
-
 class ReadOnlyLedgerError(ReadOnlyStoreError):
     """A `Ledger` opened read-only was asked to write (an operator action, or a rebuild that
     swaps the read model); nothing was written."""

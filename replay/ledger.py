@@ -24,10 +24,12 @@ from typing import Concatenate, ParamSpec, TypeVar
 from eventlog import EventLog, InvalidTypeError, ReadSnapshot, open_log
 from eventlog.checks import check_path, is_dsn
 from projections import (
+    CacheChoiceError,
     ProjectedTransaction,
     Projector,
     Readable,
     ReadModel,
+    check_cache,
     default_projectors,
     open_read_model,
     read_model_at_head,
@@ -35,7 +37,7 @@ from projections import (
 from replay.audit import verify
 from replay.checkpoints import Checkpoint
 from replay.conflicts import approve, reject, set_conflict_policy
-from replay.errors import CacheChoiceError, LedgerClosedError, ReadOnlyLedgerError
+from replay.errors import LedgerClosedError, ReadOnlyLedgerError
 from replay.forensics import blast_radius
 from replay.history import blame, diff, history
 from replay.keys import KeySource
@@ -98,12 +100,7 @@ class Ledger:
         target = check_path(path_or_dsn)
         if not isinstance(read_only, bool):
             raise InvalidTypeError(f"read_only must be a bool, not {type(read_only).__name__}")
-        kept = None if cache is None else check_path(cache)
-        if is_dsn(kept):
-            raise CacheChoiceError(
-                "the cache must be a SQLite file on this host, not a postgresql:// DSN: give "
-                "the DSN as the log and the cache's path as cache"
-            )
+        kept = None if cache is None else check_cache(cache)
         if kept is not None and not is_dsn(target):
             raise CacheChoiceError(
                 f"{target} is a log file, which keeps its read model in itself: a cache is "
