@@ -65,7 +65,7 @@ def audit(ctx: Context) -> list[Result]:
                 lambda: _walk(path),
                 VERIFY_RATE,
                 where + "; eventlog.verify_chain over open_log(read_only=True), the "
-                "primitive replay.audit.verify builds on",
+                "primitive Ledger.verify builds on",
             ),
             _verify(ctx, scan, path, where),
             _rebuild(ctx, scan, path, where),

@@ -244,7 +244,7 @@ def walk(folder: Path, count: int) -> None:
 
 
 def audit(folder: Path, count: int) -> None:
-    """Profile replay.audit.verify and replay.rebuild.rebuild."""
+    """Profile replay.verify and replay.rebuild."""
     path = folder / "audit.db"
     build_log(path, Corpus(9), count)
     from replay import rebuild, verify
