@@ -16,7 +16,7 @@ from eventlog.backend import (
     ReadSnapshot,
     StoredRow,
 )
-from eventlog.checks import MAX_CONTENT_BYTES
+from eventlog.checks import MAX_CONTENT_BYTES, is_dsn
 from eventlog.codec import content_hash, decode_record, encode_envelope
 from eventlog.errors import (
     ChainBreak,
@@ -142,7 +142,7 @@ def open_log(
 
     The one place a backend is chosen; other backends plug in here.
     """
-    if isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):
+    if is_dsn(target):
         try:
             from eventlog.postgres import PostgresEventLog
         except ModuleNotFoundError as exc:

@@ -8,6 +8,7 @@ import os
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import TypeGuard
 
 from eventlog.errors import InvalidInputError, InvalidTypeError
 
@@ -162,6 +163,15 @@ def check_finite(name: str, value: object) -> float:
     if not math.isfinite(number):
         raise InvalidInputError(f"{name} must be finite, got {value!r}")
     return number
+
+
+DSN_SCHEMES = ("postgresql://", "postgres://")
+"""How a PostgreSQL URI starts; any other target names a file."""
+
+
+def is_dsn(target: object) -> TypeGuard[str]:
+    """Whether `target` names a log in PostgreSQL (a `postgresql://` URI), not a file."""
+    return isinstance(target, str) and target.startswith(DSN_SCHEMES)
 
 
 def check_path(path: object) -> str:

@@ -15,11 +15,16 @@ from projections.agent_reads import (
     read_history,
     recall,
 )
-from projections.cache import CacheProjection, linked_events, open_read_model
+from projections.cache import CacheProjection, check_cache, linked_events, open_read_model
 from projections.comparison import Drift, DriftReport, checkpoint_drift, read_model_drift
 from projections.drift import READ_MODEL_MISMATCH
 from projections.entries import Fact, MemoryEntry
-from projections.errors import CacheRefusedError, LegacyImportError, SyncTimeoutError
+from projections.errors import (
+    CacheChoiceError,
+    CacheRefusedError,
+    LegacyImportError,
+    SyncTimeoutError,
+)
 from projections.kb import CrossTaskKB, PublishCounter, get_global_counter
 from projections.knowledge import (
     Identity,
@@ -86,6 +91,7 @@ __all__ = [
     "AgentEntries",
     "AgentFacts",
     "AgentIdentity",
+    "CacheChoiceError",
     "CacheProjection",
     "CacheRefusedError",
     "CrossTaskKB",
@@ -121,6 +127,7 @@ __all__ = [
     "agent_reading",
     "batches",
     "check_allow_list",
+    "check_cache",
     "check_key",
     "check_scope",
     "check_tag",

@@ -44,10 +44,11 @@ from eventlog import (
     decode_record,
 )
 from eventlog.chain import genesis
+from eventlog.checks import check_path, is_dsn
 from eventlog.logs import get_logger
 from eventlog.stored import LogUpTo
 from projections import sql
-from projections.errors import CacheRefusedError
+from projections.errors import CacheChoiceError, CacheRefusedError
 from projections.projector import (
     ModelSnapshot,
     Projection,
@@ -86,8 +87,20 @@ def open_read_model(
     the log when opened."""
     if cache is None and isinstance(event_log, SQLiteEventLog):
         return Projection(event_log, projectors)
-    database = sql.CacheDatabase(":memory:" if cache is None else cache)
+    database = sql.CacheDatabase(":memory:" if cache is None else check_cache(cache))
     return CacheProjection(event_log, database, projectors)
+
+
+def check_cache(cache: str | os.PathLike[str]) -> str:
+    """A host's cache path: a file on this host, never a `postgresql://` DSN
+    (`CacheChoiceError`, naming no part of the DSN, which may hold a password)."""
+    path = check_path(cache)
+    if is_dsn(path):
+        raise CacheChoiceError(
+            "the cache must be a SQLite file on this host, not a postgresql:// DSN: give the "
+            "DSN as the log and this host's cache file as the cache (--dsn and --db)"
+        )
+    return path
 
 
 class CacheProjection:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eventlog.errors import FactledgerError
+from eventlog.errors import FactledgerError, InvalidInputError
 
 
 class LegacyImportError(FactledgerError, ValueError):
@@ -18,6 +18,12 @@ class CacheRefusedError(FactledgerError):
         super().__init__(message)
         self.path = path
         self.position = position
+
+
+class CacheChoiceError(InvalidInputError):
+    """A cache that cannot serve was given: a `postgresql://` DSN (a host's cache is a SQLite
+    file on this host), or, to a `Ledger`, any cache with a log kept in a file (whose read
+    model is in that file). Nothing was opened."""
 
 
 class SyncTimeoutError(FactledgerError, TimeoutError):

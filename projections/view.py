@@ -284,23 +284,11 @@ def _cached_view(cache: str | os.PathLike[str], log: str | os.PathLike[str]) -> 
 
 @contextmanager
 def read_model_at_head(
-    event_log: EventLog,
-    projectors: Sequence[Projector],
-    *,
-    cache: str | os.PathLike[str] | None = None,
+    event_log: EventLog, projectors: Sequence[Projector]
 ) -> Iterator[tuple[ReadSnapshot, Readable]]:
-    """One read of the log, with `projectors`' tables at its head: a host's cache when
-    `cache` names one (caught up first, so the head is the cache's); else the log file's own
-    tables when they are current; else folded in memory. Writes nothing to the log."""
-    if cache is not None:
-        model = open_read_model(event_log, default_projectors(event_log.log_id), cache=cache)
-        try:
-            model.open()
-            with model.snapshot() as snap:
-                yield LogUpTo(event_log, snap.head()), snap
-        finally:
-            model.close()
-        return
+    """One read of the log, with `projectors`' tables at its head: the log file's own tables
+    when they are current, else folded in memory. Writes nothing. (A host's cache of a log
+    held elsewhere is read through its own `snapshot()`, whose head is the cache's.)"""
     with event_log.snapshot() as snap:
         if isinstance(event_log, SQLiteEventLog):
             projection = Projection(event_log, projectors)

@@ -1,14 +1,22 @@
-"""The audit side of factledger: verify, checkpoints and proofs, rebuild, time travel,
-history, forensics, and the `factledger` command line."""
+"""The audit side of factledger: `Ledger`, one open log with verify, checkpoints and proofs,
+rebuild, time travel, history, forensics and the operator actions as its methods (each also a
+function of the log's path, for one call); and the `factledger` command line."""
 
 from __future__ import annotations
 
 from eventlog import __version__
-from replay.audit import AuditProblem, AuditReport, CheckpointSummary, verify
+from projections import CacheChoiceError
+from replay.audit import AuditProblem, AuditReport, CheckpointSummary
 from replay.bootstrap import LogMade, init_log, init_postgres
-from replay.checkpoints import Checkpoint, NoteSignature, checkpoint
-from replay.conflicts import HeldVersion, approve, policy_owners, reject, set_conflict_policy
-from replay.errors import KeyFileError, NotAuthorizedError, UnsignedCheckpointError
+from replay.checkpoints import Checkpoint, NoteSignature
+from replay.conflicts import HeldVersion, policy_owners
+from replay.errors import (
+    KeyFileError,
+    LedgerClosedError,
+    NotAuthorizedError,
+    ReadOnlyLedgerError,
+    UnsignedCheckpointError,
+)
 from replay.forensics import (
     BlastRadius,
     Exposure,
@@ -17,7 +25,6 @@ from replay.forensics import (
     Replacement,
     SuspectEvent,
     SuspectReceipt,
-    blast_radius,
 )
 from replay.history import (
     Blame,
@@ -27,9 +34,6 @@ from replay.history import (
     FactHistory,
     FactVersion,
     OperatorAction,
-    blame,
-    diff,
-    history,
 )
 from replay.keys import (
     OperatorKey,
@@ -38,28 +42,40 @@ from replay.keys import (
     read_operator_key,
     read_public_key,
 )
-from replay.lineage import Lineage, LineageNode, lineage
-from replay.operators import (
-    Actor,
-    Operator,
-    Operators,
-    add_operator,
-    list_operators,
-    remove_operator,
-)
+from replay.ledger import Ledger
+from replay.lineage import Lineage, LineageNode
+from replay.operators import Actor, Operator, Operators
 from replay.proofs import (
     ConsistencyProof,
     InclusionProof,
     Prover,
-    prove_consistency,
-    prove_inclusion,
     verify_consistency,
     verify_inclusion,
 )
-from replay.quarantine import quarantine, release
-from replay.rebuild import RebuildReport, TableComparison, rebuild
-from replay.timetravel import as_of
-from replay.transfer import ExportHeader, ImportReport, export_log, import_legacy
+from replay.rebuild import RebuildReport, TableComparison
+from replay.shortcuts import (
+    add_operator,
+    approve,
+    as_of,
+    blame,
+    blast_radius,
+    checkpoint,
+    diff,
+    export_log,
+    history,
+    lineage,
+    list_operators,
+    prove_consistency,
+    prove_inclusion,
+    quarantine,
+    rebuild,
+    reject,
+    release,
+    remove_operator,
+    set_conflict_policy,
+    verify,
+)
+from replay.transfer import ExportHeader, ImportReport
 
 __all__ = [
     "Actor",
@@ -68,6 +84,7 @@ __all__ = [
     "Blame",
     "BlameLine",
     "BlastRadius",
+    "CacheChoiceError",
     "Checkpoint",
     "CheckpointSummary",
     "ConsistencyProof",
@@ -81,6 +98,8 @@ __all__ = [
     "ImportReport",
     "InclusionProof",
     "KeyFileError",
+    "Ledger",
+    "LedgerClosedError",
     "Lineage",
     "LineageNode",
     "LiveEntry",
@@ -94,6 +113,7 @@ __all__ = [
     "Operators",
     "Prover",
     "PublicKey",
+    "ReadOnlyLedgerError",
     "RebuildReport",
     "Replacement",
     "SuspectEvent",
@@ -111,7 +131,6 @@ __all__ = [
     "export_log",
     "generate_key",
     "history",
-    "import_legacy",
     "init_log",
     "init_postgres",
     "lineage",

@@ -1,4 +1,4 @@
-"""`verify`: re-hash the whole log, streaming, and hold it to a checkpoint taken earlier.
+"""`Ledger.verify`: re-hash the whole log, streaming, and hold it to a checkpoint taken earlier.
 
 The walk checks every row (`eventlog.ChainWalker`) in one process and, up to a checkpoint's
 size, folds the leaf hashes into a Merkle root in O(log n) memory. The read model kept in
@@ -6,8 +6,9 @@ the log's file is held to the log too: its projector checkpoints always (a read 
 folded past the head, or at a chain value the log does not hold, shows a cut or rewritten
 log; tables kept with no checkpoint, an edited checkpoint table), and with `deep` every row
 of every projection, against the log refolded (`projections.comparison`), a projection it
-cannot compare counting as drift. A file holding the remains of a log, or no log where a checkpoint
-says there was one, fails as `log_missing`. The file is only read.
+cannot compare counting as drift. A file holding the remains of a log, or none where a
+checkpoint says there was one, fails as `log_missing` (the verdict `log_missing` gives when
+no ledger opens on it). The log is only read.
 """
 
 from __future__ import annotations
@@ -15,10 +16,8 @@ from __future__ import annotations
 import base64
 import hmac
 import itertools
-import os
 from collections.abc import Callable, Iterator
-from contextlib import closing
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
@@ -32,13 +31,14 @@ from eventlog import (
     Problem,
     SQLiteEventLog,
     StoredRow,
-    open_log,
 )
 from eventlog.chain import genesis
-from eventlog.checks import check_path
 from projections import DriftReport, checkpoint_drift, read_model_drift
 from replay.checkpoints import Checkpoint
 from replay.merkle import CompactRange
+
+if TYPE_CHECKING:
+    from replay.ledger import Ledger
 
 BATCH = 1 << 14
 """Rows walked between progress reports (and Merkle folds)."""
@@ -89,60 +89,53 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def verify(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     *,
     checkpoint: Checkpoint | None = None,
     progress: Progress | None = None,
     deep: bool = False,
 ) -> AuditReport:
-    """Re-hash every row of the log at `db_path` (opened read-only) and report the first
-    failure; with a `checkpoint`, also fail unless the log still extends it; with `deep`,
-    also fail unless every projection in the file equals the log refolded.
-
-    Raises `LogMissingError` for a file that never held a factledger log (and no checkpoint
-    says it did); one holding a log's remains is reported as `log_missing`.
-    """
-    check_path(db_path)
-    if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
-        raise InvalidTypeError(f"checkpoint must be a Checkpoint, not {type(checkpoint).__name__}")
+    """Re-hash every row of the log and report the first failure; with a `checkpoint`, also
+    fail unless the log still extends it; with `deep`, also fail unless every projection in
+    the log's file equals the log refolded. Only reads."""
+    _check_checkpoint(checkpoint)
     if progress is not None and not callable(progress):
         raise InvalidTypeError("progress must be callable as progress(done, total)")
     if not isinstance(deep, bool):
         raise InvalidTypeError(f"deep must be a bool, not {type(deep).__name__}")
-    try:
-        opened = open_log(db_path, read_only=True)
-    except LogMissingError as exc:
-        if checkpoint is None and not exc.remnants:
-            raise
-        return _log_missing(str(exc), checkpoint)
-    with closing(opened) as event_log:
-        if deep and not isinstance(event_log, SQLiteEventLog):
-            raise InvalidInputError(
-                "a deep verify compares the read model kept in a log's own file; a log held "
-                "elsewhere keeps none (rebuild a host's cache to compare it)"
-            )
-        log_id, head = event_log.log_id, event_log.head().position
-        summary = None if checkpoint is None else _summary(checkpoint)
-        report = _Report(log_id, head, genesis(log_id), summary)
-        if checkpoint is not None and checkpoint.log_id != log_id:
-            return report.failed(
-                0,
-                None,
-                AuditProblem.OTHER_LOG,
-                f"the checkpoint is for log {checkpoint.log_id}, this database holds log "
-                f"{log_id}: a different log was put in its place",
-            )
-        tree_size = min(checkpoint.size, head) if checkpoint is not None else 0
-        walked = _walk(event_log, report, tree_size, progress)
-        verdict = _judge(report, walked, checkpoint, tree_size)
-        if not verdict.ok or not isinstance(event_log, SQLiteEventLog):
-            return verdict
-        return _held_to_read_model(event_log, verdict, deep=deep)
+    event_log = ledger.event_log
+    if deep and not isinstance(event_log, SQLiteEventLog):
+        raise InvalidInputError(
+            "a deep verify compares the read model kept in a log's own file; a log held "
+            "elsewhere keeps none (rebuild a host's cache to compare it)"
+        )
+    log_id, head = event_log.log_id, event_log.head().position
+    summary = None if checkpoint is None else _summary(checkpoint)
+    report = _Report(log_id, head, genesis(log_id), summary)
+    if checkpoint is not None and checkpoint.log_id != log_id:
+        return report.failed(
+            0,
+            None,
+            AuditProblem.OTHER_LOG,
+            f"the checkpoint is for log {checkpoint.log_id}, this database holds log "
+            f"{log_id}: a different log was put in its place",
+        )
+    tree_size = min(checkpoint.size, head) if checkpoint is not None else 0
+    walked = _walk(event_log, report, tree_size, progress)
+    verdict = _judge(report, walked, checkpoint, tree_size)
+    if not verdict.ok or not isinstance(event_log, SQLiteEventLog):
+        return verdict
+    return _held_to_read_model(event_log, verdict, deep=deep)
 
 
-def _log_missing(found: str, checkpoint: Checkpoint | None) -> AuditReport:
-    """The verdict on a file with no usable log: its remains, or none where there was one."""
-    reason = found
+def log_missing(missing: LogMissingError, checkpoint: Checkpoint | None) -> AuditReport:
+    """The verdict on a target with no usable log: its remains, or none where `checkpoint`
+    says there was one; `missing` itself, raised again, for a file that never held a log
+    (and no checkpoint says it did)."""
+    _check_checkpoint(checkpoint)
+    if checkpoint is None and not missing.remnants:
+        raise missing
+    reason = str(missing)
     if checkpoint is not None:
         reason += (
             f"; the checkpoint covers {checkpoint.size} events of log {checkpoint.log_id}: "
@@ -157,6 +150,11 @@ def _log_missing(found: str, checkpoint: Checkpoint | None) -> AuditReport:
         empty=True,
         checkpoint=None if checkpoint is None else _summary(checkpoint),
     )
+
+
+def _check_checkpoint(checkpoint: object) -> None:
+    if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
+        raise InvalidTypeError(f"checkpoint must be a Checkpoint, not {type(checkpoint).__name__}")
 
 
 def _held_to_read_model(

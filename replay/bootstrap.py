@@ -28,10 +28,11 @@ from eventlog import (
     SQLiteEventLog,
     open_log,
 )
-from eventlog.checks import check_path
-from projections import LegacyFile, holds_legacy_table
+from eventlog.checks import check_path, is_dsn
+from projections import LegacyFile, SQLiteMemoryStore, holds_legacy_table
 from replay.keys import KeySource, OperatorKey, operator_key
-from replay.operators import OPERATOR, Actor, first_operator, list_operators, sign
+from replay.ledger import Ledger
+from replay.operators import OPERATOR, Actor, first_operator, sign
 from replay.transfer import ImportReport, import_report, legacy_rows, not_imported
 
 
@@ -45,7 +46,7 @@ class LogMade(msgspec.Struct, frozen=True, kw_only=True):
     """The operator key given, registered at position 1 of a new log, or found registered
     in an existing one; None when no key was given."""
     operators: int
-    """How many operator keys the log has (0: it is open, see `list_operators`)."""
+    """How many operator keys the log has (0: it is open, see `Ledger.operators`)."""
     imported: ImportReport | None = None
     """For a new log in a file holding the replaced store's `memory` table: its import."""
     roles: dict[str, str] | None = None
@@ -84,7 +85,12 @@ def init_log(
         return _existing(path, signer)
     with closing(made):
         log_id = made.log_id
-    actor.store(path).close()
+    SQLiteMemoryStore(
+        path,
+        source_adapter=actor.source_adapter,
+        producer_task_id=actor.producer_task_id,
+        run_id=actor.run_id,
+    ).close()
     return LogMade(
         log_id=log_id,
         created=True,
@@ -164,7 +170,9 @@ def _first(log_id: str, signer: OperatorKey | None, actor: Actor) -> list[NewEve
 
 def _existing(target: str, signer: OperatorKey | None) -> LogMade:
     """An existing log, left as it is; `signer` must be one of its operator keys."""
-    found = list_operators(target)
+    with Ledger.open(target) as ledger:
+        found = ledger.operators()
+        log_id = ledger.log_id
     active = [o for o in found.operators if o.removed_position is None]
     if signer is not None and signer.key_id not in {o.key_id for o in active}:
         registered = ", ".join(f"{o.key_id} ({o.name})" for o in active) or "none"
@@ -174,8 +182,6 @@ def _existing(target: str, signer: OperatorKey | None) -> LogMade:
             "nothing was written: register keys in an existing log with `factledger operator "
             "add`"
         )
-    with closing(open_log(target, read_only=True)) as log:
-        log_id = log.log_id
     return LogMade(
         log_id=log_id,
         created=False,
@@ -186,4 +192,4 @@ def _existing(target: str, signer: OperatorKey | None) -> LogMade:
 
 def _named(target: str) -> str:
     """How an error names a log: its file, or its server without the DSN's secrets."""
-    return "the PostgreSQL database" if target.startswith(("postgresql:", "postgres:")) else target
+    return "the PostgreSQL database" if is_dsn(target) else target

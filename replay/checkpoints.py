@@ -17,17 +17,15 @@ from __future__ import annotations
 import base64
 import os
 import re
-from contextlib import closing
 
 import msgspec
 
-from eventlog import InvalidInputError, InvalidTypeError, open_log
+from eventlog import InvalidInputError, InvalidTypeError
 from eventlog.chain import HASH_SIZE
 from eventlog.checks import check_identifier, check_position
 from eventlog.signing import strict_base64
 from replay.errors import UnsignedCheckpointError
-from replay.keys import KeySource, OperatorKey, PublicKey, operator_key, read_public_key
-from replay.merkle_index import MerkleIndex
+from replay.keys import KeySource, PublicKey, operator_key, read_public_key
 
 ORIGIN_PREFIX = "factledger/"
 CHAIN_PREFIX = "chain "
@@ -171,28 +169,6 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
         matching = [s for s in self.signatures if _by(s, key)]
         message = self.body.encode("utf-8")
         return bool(matching) and all(key.verify(s.signature, message) for s in matching)
-
-
-def checkpoint(db_path: str | os.PathLike[str], *, key: KeySource | None = None) -> Checkpoint:
-    """Take a checkpoint of the log at `db_path` at its head, signed if `key` (an operator
-    key or its private key file) is given.
-
-    The file is opened read-only and every row is walked on the way; a row that does not
-    verify raises `CorruptLogError`. To take checkpoints of a growing log again and again,
-    keep a `replay.Prover`: it walks only the rows appended since.
-    """
-    signer = None if key is None else operator_key(key)
-    with closing(open_log(db_path, read_only=True)) as event_log:
-        return at_head(MerkleIndex(event_log), signer)
-
-
-def at_head(index: MerkleIndex, key: OperatorKey | None) -> Checkpoint:
-    """A checkpoint at the head of the log `index` keeps, signed if `key` is given."""
-    head = index.refresh()
-    index.extend(head)
-    root, chain_value = index.tip(head)
-    taken = Checkpoint(log_id=index.log.log_id, size=head, root=root, chain_hash=chain_value.hex())
-    return taken if key is None else taken.sign(key)
 
 
 def _by(signature: NoteSignature, key: PublicKey) -> bool:

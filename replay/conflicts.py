@@ -11,8 +11,8 @@ the log has an operator key, they need `key` and are refused up front without a 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -29,6 +29,9 @@ from eventlog.logs import get_logger
 from projections import active_trust_policy, check_scope, check_tag, conflicts
 from replay.keys import KeySource, operator_key
 from replay.operators import OPERATOR, Actor, append_with_effect, check_reason, signed_event
+
+if TYPE_CHECKING:
+    from replay.ledger import Ledger
 
 log = get_logger("factledger.replay")
 
@@ -77,7 +80,7 @@ def held_version(row: tuple[object, ...]) -> HeldVersion:
 
 
 def set_conflict_policy(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     tag: str,
     on_conflict: str,
     *,
@@ -85,13 +88,10 @@ def set_conflict_policy(
     scope: str | None = None,
     actor: Actor = OPERATOR,
     key: KeySource | None = None,
-    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Set which versions of facts under `tag` (in `scope`, or every scope) become current,
     and return the policy event's position. Under `deny` and `hold`, versions by `owners`
-    (default: `policy_owners`) and by no adapter do; others are denied or held. Given a
-    `cache`, writes through that host's cache of the log `db_path` names (`Actor.store`), as
-    `approve` and `reject` do."""
+    (default: `policy_owners`) and by no adapter do; others are denied or held."""
     payload = ConflictPolicySet(tag=check_tag(tag), on_conflict=on_conflict)
     named = policy_owners(on_conflict, owners)
     if named is not None:
@@ -99,9 +99,9 @@ def set_conflict_policy(
     if scope is not None:
         payload = msgspec.structs.replace(payload, scope=check_scope(scope))
     signer = None if key is None else operator_key(key)
-    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
+    with ledger.write_transaction("policy set") as tx:
         event = signed_event(
-            tx, store.event_log.log_id, payload, actor=actor, key=signer, action="policy set"
+            tx, ledger.log_id, payload, actor=actor, key=signer, action="policy set"
         )
         [record] = append_with_effect(tx, [event])
     log.info(
@@ -147,40 +147,37 @@ def policy_owners(on_conflict: str, owners: Iterable[str] | None = None) -> tupl
 
 
 def approve(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     position: int,
     *,
     actor: Actor = OPERATOR,
     key: KeySource | None = None,
-    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Approve the pending version at `position`: it becomes current unless a later version
     already is. Returns the approval's position."""
-    return _decide(db_path, position, None, actor=actor, key=key, cache=cache)
+    return _decide(ledger, position, None, actor=actor, key=key)
 
 
 def reject(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     position: int,
     *,
     reason: str = "rejected by an operator",
     actor: Actor = OPERATOR,
     key: KeySource | None = None,
-    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Reject the pending version at `position`: it never becomes current. Returns the
     rejection's position."""
-    return _decide(db_path, position, check_reason(reason), actor=actor, key=key, cache=cache)
+    return _decide(ledger, position, check_reason(reason), actor=actor, key=key)
 
 
 def _decide(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     position: int,
     reason: str | None,
     *,
     actor: Actor,
     key: KeySource | None,
-    cache: str | os.PathLike[str] | None,
 ) -> int:
     target = check_position("position", position, minimum=1)
     payload: FactApproved | FactRejected = (
@@ -190,14 +187,12 @@ def _decide(
     )
     action = "approve" if reason is None else "reject"
     signer = None if key is None else operator_key(key)
-    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
+    with ledger.write_transaction(action) as tx:
         found = conflicts.held_versions(tx, [target])
         if not found or found[0][11] != conflicts.PENDING:
             state = f"is {found[0][11]}" if found else "is not a held fact version"
             raise InvalidInputError(f"{action}: position {target} {state}, not pending")
-        event = signed_event(
-            tx, store.event_log.log_id, payload, actor=actor, key=signer, action=action
-        )
+        event = signed_event(tx, ledger.log_id, payload, actor=actor, key=signer, action=action)
         [record] = append_with_effect(tx, [event])
     log.info(
         "fact_approved" if reason is None else "fact_rejected",

@@ -1,8 +1,8 @@
-"""The audit side's own errors: operator keys and operator authority."""
+"""The audit side's own errors: operator keys, operator authority, and the `Ledger` handle."""
 
 from __future__ import annotations
 
-from eventlog.errors import FactledgerError, InvalidInputError
+from eventlog.errors import FactledgerError, InvalidInputError, ReadOnlyStoreError
 
 
 class KeyFileError(InvalidInputError):
@@ -27,3 +27,12 @@ class NotAuthorizedError(FactledgerError):
 
 class UnsignedCheckpointError(InvalidInputError):
     """A checkpoint's signature was to be checked, but the checkpoint carries none."""
+
+
+class ReadOnlyLedgerError(ReadOnlyStoreError):
+    """A `Ledger` opened read-only was asked to write (an operator action, or a rebuild that
+    swaps the read model); nothing was written."""
+
+
+class LedgerClosedError(FactledgerError):
+    """A `Ledger` was used after it was closed."""

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 import msgspec
 
@@ -25,14 +24,16 @@ from eventlog import (
     QuarantineReleased,
     RecallRecorded,
     RecordedEvent,
-    open_log,
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
 from eventlog.signing import authorization_of, claims_of
-from projections import Row, conflicts, default_projectors, inquiries, read_model_at_head
+from projections import Row, conflicts, inquiries
 from projections import lineage as graph
 from replay.conflicts import HeldVersion, held_version
 from replay.lineage import Descendant, descendant_levels
+
+if TYPE_CHECKING:
+    from replay.ledger import Ledger
 
 _CLAIMS = msgspec.json.Decoder(LegacyClaims)
 
@@ -159,19 +160,15 @@ class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def blast_radius(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     *,
     source_adapter: str | None = None,
     producer_task_id: str | None = None,
     positions: Iterable[int] | None = None,
     since_position: int | None = None,
-    cache: str | os.PathLike[str] | None = None,
     depth: int | None = None,
 ) -> BlastRadius:
     """Trace a suspect (every given selector must match) through the log and the receipts.
-
-    Given a `cache`, reads that host's cache of a log held elsewhere (`db_path` then names the
-    log: a file, or a `postgresql://` DSN), caught up first, instead of folding the log.
     Descendants are followed `depth` levels down the lineage graph (all, when None)."""
     adapter = check_optional_identifier("source_adapter", source_adapter)
     producer = check_optional_identifier("producer_task_id", producer_task_id)
@@ -183,84 +180,78 @@ def blast_radius(
             "blast_radius needs a selector: source_adapter, producer_task_id or positions"
         )
     wanted = set(chosen)
-    event_log = open_log(db_path, read_only=True)
-    try:
-        projectors = default_projectors(event_log.log_id)
-        with read_model_at_head(event_log, projectors, cache=cache) as (snap, model):
-            head = snap.head().position
-            found: list[tuple[RecordedEvent, str]] = []
-            receipts: list[SuspectReceipt] = []
-            for record in snap.read(after=since, until=head):
-                if (
-                    (adapter is not None and record.source_adapter != adapter)
-                    or (producer is not None and record.producer_task_id != producer)
-                    or (wanted and record.position not in wanted)
-                ):
-                    continue
-                subject = _subject(record.payload)
-                if subject is None:
-                    receipts.append(_receipt(record))
-                else:
-                    found.append((record, subject))
-            refused = {
-                row[0]: row[3]
-                for row in inquiries.unauthorized(model, [r.position for r, _ in found])
-            }
-            events = [_suspect(r, subject, refused.get(r.position)) for r, subject in found]
-            suspects = [e.position for e in events]
-            suspect_set = set(suspects)
-            touching = inquiries.receipts_touching(model, suspects)
-            return BlastRadius(
-                source_adapter=adapter,
-                producer_task_id=producer,
-                positions=chosen,
-                since_position=since,
-                head_position=head,
-                events=events,
-                live_facts=[
-                    LiveFact(
-                        position=r[0],
-                        scope=r[1],
-                        run_id=r[2],
-                        tag=r[3],
-                        key=r[4],
-                        producer_task_id=r[5],
-                        source_adapter=r[6],
-                        content_hash=r[7],
-                    )
-                    for r in inquiries.live_facts(model, suspects)
-                ],
-                live_entries=[
-                    LiveEntry(
-                        id=r[0],
-                        type=r[1],
-                        tags=r[2],
-                        producer_task_id=r[3],
-                        source_adapter=r[4],
-                        content_hash=r[5],
-                        claims=None if r[6] is None else _CLAIMS.decode(r[6]),
-                        unsigned_import=bool(r[7]),
-                    )
-                    for r in inquiries.live_entries(model, suspects)
-                ],
-                overwritten=[
-                    _replacement(r)
-                    for r in inquiries.replaced_by(model, suspects)
-                    if r[5] not in suspect_set
-                ],
-                superseded=[
-                    _replacement(r)
-                    for r in inquiries.replaced_later(model, suspects)
-                    if r[5] not in suspect_set
-                ],
-                exposed=[_exposure(r) for r in touching if r[5]],
-                shielded=[_exposure(r) for r in touching if not r[5]],
-                held=[held_version(r) for r in conflicts.held_versions(model, suspects)],
-                descendants=descendant_levels(snap, model, suspects, bound),
-                receipts=receipts,
-            )
-    finally:
-        event_log.close()
+    with ledger.at_head() as (snap, model):
+        head = snap.head().position
+        found: list[tuple[RecordedEvent, str]] = []
+        receipts: list[SuspectReceipt] = []
+        for record in snap.read(after=since, until=head):
+            if (
+                (adapter is not None and record.source_adapter != adapter)
+                or (producer is not None and record.producer_task_id != producer)
+                or (wanted and record.position not in wanted)
+            ):
+                continue
+            subject = _subject(record.payload)
+            if subject is None:
+                receipts.append(_receipt(record))
+            else:
+                found.append((record, subject))
+        refused = {
+            row[0]: row[3] for row in inquiries.unauthorized(model, [r.position for r, _ in found])
+        }
+        events = [_suspect(r, subject, refused.get(r.position)) for r, subject in found]
+        suspects = [e.position for e in events]
+        suspect_set = set(suspects)
+        touching = inquiries.receipts_touching(model, suspects)
+        return BlastRadius(
+            source_adapter=adapter,
+            producer_task_id=producer,
+            positions=chosen,
+            since_position=since,
+            head_position=head,
+            events=events,
+            live_facts=[
+                LiveFact(
+                    position=r[0],
+                    scope=r[1],
+                    run_id=r[2],
+                    tag=r[3],
+                    key=r[4],
+                    producer_task_id=r[5],
+                    source_adapter=r[6],
+                    content_hash=r[7],
+                )
+                for r in inquiries.live_facts(model, suspects)
+            ],
+            live_entries=[
+                LiveEntry(
+                    id=r[0],
+                    type=r[1],
+                    tags=r[2],
+                    producer_task_id=r[3],
+                    source_adapter=r[4],
+                    content_hash=r[5],
+                    claims=None if r[6] is None else _CLAIMS.decode(r[6]),
+                    unsigned_import=bool(r[7]),
+                )
+                for r in inquiries.live_entries(model, suspects)
+            ],
+            overwritten=[
+                _replacement(r)
+                for r in inquiries.replaced_by(model, suspects)
+                if r[5] not in suspect_set
+            ],
+            superseded=[
+                _replacement(r)
+                for r in inquiries.replaced_later(model, suspects)
+                if r[5] not in suspect_set
+            ],
+            exposed=[_exposure(r) for r in touching if r[5]],
+            shielded=[_exposure(r) for r in touching if not r[5]],
+            held=[held_version(r) for r in conflicts.held_versions(model, suspects)],
+            descendants=descendant_levels(snap, model, suspects, bound),
+            receipts=receipts,
+        )
 
 
 def _suspect(record: RecordedEvent, subject: str, refused: str | None) -> SuspectEvent:

@@ -1,23 +1,18 @@
 """Fact provenance: every version of a fact (`history`), who set each current value (`blame`),
 and what changed between two log positions (`diff`), each with the events responsible.
 
-`history` and `blame` read the live read model when its knowledge checkpoint is at the log's
-head, and fold the log into a scratch database otherwise, so they always describe the whole
-log. `diff` folds the log up to both points. Databases are opened read-only. `history` also
-lists the quarantines and releases that touch the versions it shows, each marked as having
-taken effect or not (an operator action the log's operators did not sign is unauthorized).
-
-Given a `cache`, `history` and `blame` read that host's cache of a log held elsewhere
-(`db_path` then names the log: a file, or a `postgresql://` DSN), caught up first, instead
-of folding the log.
+`history` and `blame` read the ledger's read model at the log's head (`Ledger.at_head`: a
+host's cache caught up, the file's tables when current, else a fold in memory), so they
+always describe the whole log. `diff` folds the log up to both points. Nothing is written.
+`history` also lists the quarantines and releases that touch the versions it shows, each
+marked as having taken effect or not (an operator action the log's operators did not sign
+is unauthorized).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from typing import Literal, assert_never
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal, assert_never
 
 import msgspec
 
@@ -37,7 +32,6 @@ from eventlog import (
     ReadSnapshot,
     RecallRecorded,
     RecordedEvent,
-    open_log,
 )
 from eventlog.checks import check_optional_identifier, check_position
 from eventlog.signing import authorization_of
@@ -55,9 +49,11 @@ from projections import (
     fold,
     inquiries,
     matching_positions,
-    read_model_at_head,
 )
 from replay.conflicts import HeldVersion, held_version
+
+if TYPE_CHECKING:
+    from replay.ledger import Ledger
 
 Status = Literal["current", "superseded", "quarantined"]
 Change = Literal["added", "changed", "removed"]
@@ -181,20 +177,19 @@ class FactDiff(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def history(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     *,
     scope: str | None = None,
     tag: str | None = None,
     key: str | None = None,
     run_id: str | None = None,
-    cache: str | os.PathLike[str] | None = None,
 ) -> FactHistory:
     """Every version of the facts matching the filters (all facts without any), oldest first.
 
     `run_id` selects versions published in that run (for run-scoped facts, the fact's run).
     """
     filters = _filters(scope, tag, key, run_id)
-    with _read_model(db_path, cache) as (snap, model):
+    with ledger.at_head([KnowledgeProjector(ledger.log_id)]) as (snap, model):
         rows = inquiries.fact_versions(model, **filters)
         event_ids = _event_ids(snap, [row[0] for row in rows])
         versions = [_version(row, event_ids[row[0]]) for row in rows]
@@ -206,18 +201,17 @@ def history(
 
 
 def blame(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     *,
     scope: str | None = None,
     tag: str | None = None,
     run_id: str | None = None,
-    cache: str | os.PathLike[str] | None = None,
 ) -> Blame:
     """For each current fact matching the filters: the event, producer and adapter that set it,
     and how many versions came before. `run_id` as in `history`."""
     filters = _filters(scope, tag, None, run_id)
     del filters["key"]
-    with _read_model(db_path, cache) as (snap, model):
+    with ledger.at_head([KnowledgeProjector(ledger.log_id)]) as (snap, model):
         rows = inquiries.fact_blame(model, **filters)
         event_ids = _event_ids(snap, [row[5] for row in rows])
         lines = [
@@ -240,7 +234,7 @@ def blame(
 
 
 def diff(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     from_position: int,
     to_position: int,
     tag: str | None = None,
@@ -252,7 +246,7 @@ def diff(
     wanted = None if tag is None else check_tag(tag)
     if start > end:
         raise InvalidInputError(f"from_position {start} is after to_position {end}")
-    event_log = open_log(db_path, read_only=True)
+    event_log = ledger.event_log
     scratch = ScratchDatabase()
     try:
         with event_log.snapshot() as snap, scratch.bulk():
@@ -266,7 +260,6 @@ def diff(
             after = _current(scratch)
     finally:
         scratch.close()
-        event_log.close()
     changes = [
         _change(identity, before.get(identity), after.get(identity), causes[identity])
         for identity in sorted(before.keys() | after.keys())
@@ -291,20 +284,6 @@ def _filters(
         "key": None if key is None else check_key(key),
         "run_id": check_optional_identifier("run_id", run_id),
     }
-
-
-@contextmanager
-def _read_model(
-    db_path: str | os.PathLike[str], cache: str | os.PathLike[str] | None
-) -> Iterator[tuple[ReadSnapshot, Readable]]:
-    """A read snapshot of the log, and the knowledge read model at its head."""
-    event_log = open_log(db_path, read_only=True)
-    try:
-        projectors = [KnowledgeProjector(event_log.log_id)]
-        with read_model_at_head(event_log, projectors, cache=cache) as found:
-            yield found
-    finally:
-        event_log.close()
 
 
 def _event_ids(snap: ReadSnapshot, positions: Iterable[int]) -> dict[int, str]:

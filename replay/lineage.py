@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from eventlog import InvalidInputError, ReadSnapshot, open_log
+from eventlog import InvalidInputError, ReadSnapshot
 from eventlog.checks import check_position
-from projections import Readable, Row, default_projectors, inquiries, read_model_at_head
+from projections import Readable, Row, inquiries
 from projections import lineage as graph
+
+if TYPE_CHECKING:
+    from replay.ledger import Ledger
 
 Direction = Literal["up", "down", "both"]
 DIRECTIONS: tuple[Direction, ...] = ("up", "down", "both")
@@ -44,39 +46,30 @@ class Lineage(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def lineage(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     position: int,
     *,
     direction: Direction = "both",
     depth: int | None = None,
-    cache: str | os.PathLike[str] | None = None,
 ) -> Lineage:
     """Walk the derivation graph from `position`, up (ancestors), down (descendants) or both,
-    at most `depth` levels each way (all, when None). Opens the log read-only; given a
-    `cache`, reads that host's cache of a log held elsewhere."""
+    at most `depth` levels each way (all, when None). Only reads."""
     start = check_position("position", position, minimum=1)
     if direction not in DIRECTIONS:
         raise InvalidInputError(f"direction must be one of {', '.join(DIRECTIONS)}")
     bound = None if depth is None else check_position("depth", depth, minimum=1)
-    event_log = open_log(db_path, read_only=True)
-    try:
-        with read_model_at_head(event_log, default_projectors(event_log.log_id), cache=cache) as (
-            snap,
-            model,
-        ):
-            head = snap.head().position
-            if start > head:
-                raise InvalidInputError(f"position {start} is past the log's head ({head})")
-            up = levels(model, [start], graph.parents, bound) if direction != "down" else []
-            down = levels(model, [start], graph.children, bound) if direction != "up" else []
-            return Lineage(
-                position=start,
-                head_position=head,
-                ancestors=[nodes(snap, level) for level in up],
-                descendants=[nodes(snap, level) for level in down],
-            )
-    finally:
-        event_log.close()
+    with ledger.at_head() as (snap, model):
+        head = snap.head().position
+        if start > head:
+            raise InvalidInputError(f"position {start} is past the log's head ({head})")
+        up = levels(model, [start], graph.parents, bound) if direction != "down" else []
+        down = levels(model, [start], graph.children, bound) if direction != "up" else []
+        return Lineage(
+            position=start,
+            head_position=head,
+            ancestors=[nodes(snap, level) for level in up],
+            descendants=[nodes(snap, level) for level in down],
+        )
 
 
 def levels(

@@ -16,7 +16,7 @@ import base64
 import os
 import time
 from collections.abc import Sequence
-from contextlib import closing
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -29,21 +29,16 @@ from eventlog import (
     OperatorAdded,
     OperatorRemoved,
     RecordedEvent,
-    open_log,
 )
 from eventlog.checks import check_actor, check_identifier, check_optional_actor
 from eventlog.logs import get_logger
 from eventlog.signing import action_statement
-from projections import (
-    ProjectedTransaction,
-    Readable,
-    SQLiteMemoryStore,
-    default_projectors,
-    inquiries,
-    read_model_at_head,
-)
+from projections import ProjectedTransaction, Readable, inquiries
 from replay.errors import NotAuthorizedError
 from replay.keys import KeySource, OperatorKey, PublicKey, operator_key, read_public_key
+
+if TYPE_CHECKING:
+    from replay.ledger import Ledger
 
 log = get_logger("factledger.replay")
 
@@ -83,20 +78,6 @@ class Actor(msgspec.Struct, frozen=True, kw_only=True):
             event_id=event_id,
         )
 
-    def store(
-        self, db_path: str | os.PathLike[str], *, cache: str | os.PathLike[str] | None = None
-    ) -> SQLiteMemoryStore:
-        """A store on `db_path` writing as this actor. Given a `cache`, `db_path` names a log
-        held elsewhere (a file, or a `postgresql://` DSN) and the store reads and writes
-        through that host's cache, caught up first, instead of folding the log per call."""
-        return SQLiteMemoryStore(
-            db_path if cache is None else cache,
-            log=None if cache is None else db_path,
-            source_adapter=self.source_adapter,
-            producer_task_id=self.producer_task_id,
-            run_id=self.run_id,
-        )
-
 
 OPERATOR = Actor(producer_task_id="operator")
 
@@ -132,17 +113,15 @@ class Operators(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def add_operator(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     public_key_path: str | os.PathLike[str] | PublicKey,
     *,
     key: KeySource,
     actor: Actor = OPERATOR,
-    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Register the public key in `public_key_path` as an operator key; return the event's
     position. The first key of a log signs its own registration (`key` is its private key);
-    later ones are signed by an operator key. Given a `cache`, writes through that host's
-    cache of the log `db_path` names (`Actor.store`)."""
+    later ones are signed by an operator key."""
     public = (
         public_key_path
         if isinstance(public_key_path, PublicKey)
@@ -150,7 +129,7 @@ def add_operator(
     )
     signer = operator_key(key)
     payload = OperatorAdded(name=public.name, key_id=public.key_id, public_key=_b64(public.raw))
-    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
+    with ledger.write_transaction("adding an operator key") as tx:
         found = inquiries.operator(tx, public.key_id)
         if found is not None:
             raise InvalidInputError(
@@ -159,7 +138,7 @@ def add_operator(
             )
         event = signed_event(
             tx,
-            store.event_log.log_id,
+            ledger.log_id,
             payload,
             actor=actor,
             key=signer,
@@ -172,21 +151,20 @@ def add_operator(
 
 
 def remove_operator(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     key_id: str,
     *,
     key: KeySource,
     reason: str,
     actor: Actor = OPERATOR,
-    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Stop the operator key `key_id` authorizing anything after the returned position; what
     it signed before stands. Signed by an operator key (it may be the key removed); the last
-    key registered cannot be removed. Takes `cache` as `add_operator` does."""
+    key registered cannot be removed."""
     target = check_identifier("key_id", key_id)
     signer = operator_key(key)
     payload = OperatorRemoved(key_id=target, reason=check_reason(reason))
-    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
+    with ledger.write_transaction("removing an operator key") as tx:
         found = inquiries.operator(tx, target)
         if found is None or found[5] is not None:
             raise InvalidInputError(
@@ -200,7 +178,7 @@ def remove_operator(
             )
         event = signed_event(
             tx,
-            store.event_log.log_id,
+            ledger.log_id,
             payload,
             actor=actor,
             key=signer,
@@ -211,13 +189,10 @@ def remove_operator(
     return position
 
 
-def list_operators(db_path: str | os.PathLike[str]) -> Operators:
-    """The log's operator keys, with when and by whom each was added and removed (the file is
-    opened read-only)."""
-    with (
-        closing(open_log(db_path, read_only=True)) as event_log,
-        read_model_at_head(event_log, default_projectors(event_log.log_id)) as (snap, model),
-    ):
+def list_operators(ledger: Ledger) -> Operators:
+    """The log's operator keys, with when and by whom each was added and removed (the log is
+    only read)."""
+    with ledger.at_head() as (snap, model):
         rows = inquiries.operators(model)
         positions = {p for row in rows for p in (row[3], row[5]) if p is not None}
         events = {p: snap.event_at(p) for p in positions}

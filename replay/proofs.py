@@ -2,7 +2,7 @@
 
 A `Prover` proves from an open log and a Merkle index it keeps in memory (see
 `replay.merkle_index`); it only reads the log, and refuses a checkpoint the log no longer
-matches. `prove_inclusion` and `prove_consistency` open the file read-only for one proof.
+matches. A `Ledger` keeps one.
 Checking needs no log at all: only the proof, the checkpoint(s) and, for inclusion, the event
 or its leaf hash. A check fails closed: a malformed or tampered proof gives False; only
 arguments of the wrong type raise.
@@ -11,10 +11,8 @@ arguments of the wrong type raise.
 from __future__ import annotations
 
 import hmac
-import os
 import re
 import threading
-from contextlib import closing
 
 import msgspec
 
@@ -24,12 +22,11 @@ from eventlog import (
     InvalidInputError,
     InvalidTypeError,
     StoredRow,
-    open_log,
 )
 from eventlog.chain import HASH_SIZE, genesis, leaf_hash
 from eventlog.checks import check_position
 from eventlog.codec import encode_envelope
-from replay.checkpoints import Checkpoint, at_head
+from replay.checkpoints import Checkpoint
 from replay.keys import KeySource, operator_key
 from replay.merkle import (
     EMPTY_ROOT,
@@ -92,7 +89,13 @@ class Prover:
         file) is given."""
         signer = None if key is None else operator_key(key)
         with self._lock:
-            return at_head(self._index, signer)
+            head = self._index.refresh()
+            self._index.extend(head)
+            root, chain_value = self._index.tip(head)
+        taken = Checkpoint(
+            log_id=self.log.log_id, size=head, root=root, chain_hash=chain_value.hex()
+        )
+        return taken if signer is None else taken.sign(signer)
 
     def prove_inclusion(self, position: int, checkpoint: Checkpoint) -> InclusionProof:
         """Prove that the event at `position` is in the log as `checkpoint` describes it."""
@@ -161,25 +164,6 @@ class Prover:
             )
         index.extend(checkpoint.size)
         _require_chain(index, checkpoint)
-
-
-def prove_inclusion(
-    db_path: str | os.PathLike[str], position: int, checkpoint: Checkpoint
-) -> InclusionProof:
-    """Prove that the event at `position` is in the log at `db_path` (opened read-only) as
-    `checkpoint` describes it. Walks the log up to the checkpoint: for many proofs, keep a
-    `Prover`."""
-    with closing(open_log(db_path, read_only=True)) as event_log:
-        return Prover(event_log).prove_inclusion(position, checkpoint)
-
-
-def prove_consistency(
-    db_path: str | os.PathLike[str], old: Checkpoint, new: Checkpoint
-) -> ConsistencyProof:
-    """Prove that the log at `db_path` (opened read-only) as `new` describes it extends the
-    log as `old` described it. Walks the log up to `new`: for many proofs, keep a `Prover`."""
-    with closing(open_log(db_path, read_only=True)) as event_log:
-        return Prover(event_log).prove_consistency(old, new)
 
 
 def verify_inclusion(

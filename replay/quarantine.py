@@ -12,8 +12,8 @@ signed by one (`key=`), and without a valid key they are refused before anything
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from eventlog import (
     InvalidInputError,
@@ -30,13 +30,16 @@ from projections import inquiries, matching_positions
 from replay.keys import KeySource, operator_key
 from replay.operators import Actor, append_with_effect, check_reason, signed_event
 
+if TYPE_CHECKING:
+    from replay.ledger import Ledger
+
 log = get_logger("factledger.replay")
 
 RESPONDER = Actor(producer_task_id="responder")
 
 
 def quarantine(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     *,
     positions: Iterable[int] | None = None,
     producer_task_id: str | None = None,
@@ -44,13 +47,11 @@ def quarantine(
     reason: str,
     actor: Actor = RESPONDER,
     key: KeySource | None = None,
-    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Quarantine earlier events matching every given selector; return the event's position.
 
     Refuses (and writes nothing) when no selector is given, nothing written so far matches,
-    or the log has an operator key and `key` is not one of them. Given a `cache`, writes
-    through that host's cache of the log `db_path` names (`Actor.store`).
+    or the log has an operator key and `key` is not one of them.
     """
     chosen = check_positions("positions", positions)
     producer = check_optional_identifier("producer_task_id", producer_task_id)
@@ -66,7 +67,7 @@ def quarantine(
         match_source_adapter=adapter,
     )
     signer = None if key is None else operator_key(key)
-    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
+    with ledger.write_transaction("quarantine") as tx:
         head = tx.head_position()
         beyond = [p for p in chosen if p > head]
         if beyond:
@@ -78,7 +79,7 @@ def quarantine(
                 "nothing was quarantined"
             )
         event = signed_event(
-            tx, store.event_log.log_id, payload, actor=actor, key=signer, action="quarantine"
+            tx, ledger.log_id, payload, actor=actor, key=signer, action="quarantine"
         )
         [record] = append_with_effect(tx, [event])
     log.info("quarantine_applied", position=record.position, covered=len(covered))
@@ -86,20 +87,19 @@ def quarantine(
 
 
 def release(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     quarantine_position: int,
     *,
     reason: str,
     actor: Actor = RESPONDER,
     key: KeySource | None = None,
-    cache: str | os.PathLike[str] | None = None,
 ) -> int:
     """Undo the quarantine appended at `quarantine_position`; return the release's position.
-    Needs `key`, and takes `cache`, as `quarantine` does."""
+    Needs `key` as `quarantine` does."""
     target = check_position("quarantine_position", quarantine_position, minimum=1)
     payload = QuarantineReleased(quarantine_position=target, reason=check_reason(reason))
     signer = None if key is None else operator_key(key)
-    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
+    with ledger.write_transaction("release") as tx:
         found = inquiries.quarantine_state(tx, target)
         if found is None:
             refused = inquiries.unauthorized(tx, [target])
@@ -113,9 +113,7 @@ def release(
             raise InvalidInputError(
                 f"the quarantine at position {target} was already released at {found[1]}"
             )
-        event = signed_event(
-            tx, store.event_log.log_id, payload, actor=actor, key=signer, action="release"
-        )
+        event = signed_event(tx, ledger.log_id, payload, actor=actor, key=signer, action="release")
         [record] = append_with_effect(tx, [event])
     log.info("quarantine_released", position=record.position, quarantine_position=target)
     return record.position

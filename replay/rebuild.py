@@ -11,15 +11,16 @@ no append is lost, and no reader ever sees a half-swapped read model.
 A host's cache of a log held elsewhere is rebuilt alike, into a fresh cache file beside it:
 the shadow folds the log's events only once their chain links (`projections.linked_events`)
 and is compared with the cache at the position the cache shows; a swap replaces the cache's
-tables in one cache transaction (`CacheProjection.replace`). The log is opened read-only.
+tables in one cache transaction (`CacheProjection.replace`). Comparing only reads; a swap is
+a write, which a `Ledger` opened read-only refuses.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -30,7 +31,6 @@ from eventlog import (
     InvalidTypeError,
     RecordedEvent,
     SQLiteEventLog,
-    open_log,
 )
 from eventlog.logs import get_logger
 from projections import (
@@ -41,10 +41,12 @@ from projections import (
     batches,
     default_projectors,
     linked_events,
-    open_read_model,
     table_digest,
     table_exists,
 )
+
+if TYPE_CHECKING:
+    from replay.ledger import Ledger
 
 log = get_logger("factledger.replay")
 
@@ -82,27 +84,26 @@ class RebuildReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def rebuild(
-    db_path: str | os.PathLike[str],
-    *,
-    swap: bool = False,
-    progress: Progress | None = None,
-    cache: str | os.PathLike[str] | None = None,
+    ledger: Ledger, *, swap: bool = False, progress: Progress | None = None
 ) -> RebuildReport:
-    """Refold every projection from the log, compare it with the live read model, and with
-    `swap=True` replace the live tables with the refold (repairing any drift).
-
-    With `cache`, `db_path` names a log held elsewhere (a file, or a `postgresql://` DSN) and
-    the live read model is that host's cache of it. `progress(position, head)` is called
+    """Refold every projection from the log, compare it with the live read model (the log
+    file's, or this host's cache of a log in PostgreSQL), and with `swap=True` replace the
+    live tables with the refold (repairing any drift). `progress(position, head)` is called
     after each batch of events folded into the shadow.
     """
     if not isinstance(swap, bool):
         raise InvalidTypeError(f"swap must be a bool, not {type(swap).__name__}")
+    if swap:
+        ledger.require_writable("a rebuild with swap replaces the read model")
     start = time.perf_counter()
-    if cache is None:
-        head, live, tables, swapped_at = _rebuild_file(db_path, swap, progress)
+    if ledger.cache is None:
+        head, live, tables, swapped_at = _rebuild_file(ledger, swap, progress)
     else:
-        head, live, tables, swapped_at = _rebuild_cache(db_path, cache, swap, progress)
+        head, live, tables, swapped_at = _rebuild_cache(ledger, ledger.cache, swap, progress)
     seconds = time.perf_counter() - start
+    if swapped_at is not None:
+        meanwhile = swapped_at - head.position
+        log.info("rebuild_swapped", position=swapped_at, appended_meanwhile=meanwhile)
     events = head.position if swapped_at is None else swapped_at
     matches = not live.stale and all(t.matches for t in tables)
     log.info("rebuild_done", events=events, seconds=round(seconds, 3), matches=matches)
@@ -123,68 +124,46 @@ _Outcome = tuple[Head, "_Live", list[TableComparison], int | None]
 """The position compared at, the live side, each table compared, and where a swap left it."""
 
 
-def _rebuild_file(
-    db_path: str | os.PathLike[str], swap: bool, progress: Progress | None
-) -> _Outcome:
+def _rebuild_file(ledger: Ledger, swap: bool, progress: Progress | None) -> _Outcome:
     """Rebuild the read model kept in the log's own file."""
-    event_log = open_log(db_path, read_only=True)
-    try:
-        if not isinstance(event_log, SQLiteEventLog):
-            raise InvalidInputError(
-                "a log held elsewhere keeps no read model of its own: name the host's cache "
-                "to rebuild (cache=...)"
-            )
-        path = Path(db_path)
-        projectors = default_projectors(event_log.log_id)
-        begun = event_log.head().position
-        with ScratchDatabase.beside(path) as shadow:
-            for projector in projectors:
-                projector.create(shadow)
-            folded = _fold(shadow, projectors, event_log.read(until=begun), begun, progress)
-            with event_log.snapshot() as snap:
-                head = snap.head()
-                tail = snap.read(after=folded or 0, until=head.position)
-                _fold(shadow, projectors, tail, head.position, progress)
-                live = _live_digests(event_log, projectors, head)
-            tables = _compare(live.digests, shadow, projectors)
-            swapped_at = _swap(path, shadow, projectors, head) if swap else None
-    finally:
-        event_log.close()
+    event_log = ledger.event_log
+    if not isinstance(event_log, SQLiteEventLog):
+        raise InvalidInputError(
+            "a log held elsewhere keeps no read model of its own: open the ledger with this "
+            "host's cache to rebuild it (cache=...)"
+        )
+    projectors = default_projectors(event_log.log_id)
+    begun = event_log.head().position
+    with ScratchDatabase.beside(Path(event_log.path)) as shadow:
+        for projector in projectors:
+            projector.create(shadow)
+        folded = _fold(shadow, projectors, event_log.read(until=begun), begun, progress)
+        with event_log.snapshot() as snap:
+            head = snap.head()
+            tail = snap.read(after=folded or 0, until=head.position)
+            _fold(shadow, projectors, tail, head.position, progress)
+            live = _live_digests(event_log, projectors, head)
+        tables = _compare(live.digests, shadow, projectors)
+        swapped_at = ledger.read_model.replace(shadow, head) if swap else None
     return head, live, tables, swapped_at
 
 
-def _rebuild_cache(
-    db_path: str | os.PathLike[str],
-    cache: str | os.PathLike[str],
-    swap: bool,
-    progress: Progress | None,
-) -> _Outcome:
+def _rebuild_cache(ledger: Ledger, cache: str, swap: bool, progress: Progress | None) -> _Outcome:
     """Rebuild a host's cache of a log held elsewhere, into a fresh cache file beside it."""
-    event_log = open_log(db_path, read_only=True)
-    try:
-        projectors = default_projectors(event_log.log_id)
-        model = open_read_model(event_log, projectors, cache=cache)
-        try:
-            model.open()
-            with ScratchDatabase.beside(Path(cache)) as shadow:
-                for projector in projectors:
-                    projector.create(shadow)
-                with model.snapshot() as snap:
-                    head = snap.head()
-                    events = linked_events(event_log, until=head.position)
-                    _fold(shadow, projectors, events, head.position, progress)
-                    stale = [] if model.current_at(head) else [p.name for p in projectors]
-                    live = _Live(stale=stale, digests=_digests(snap, projectors))
-                tables = _compare(live.digests, shadow, projectors)
-                swapped_at = model.replace(shadow, head) if swap else None
-        finally:
-            model.close()
-    finally:
-        event_log.close()
-    if swapped_at is not None:
-        log.info(
-            "rebuild_swapped", position=swapped_at, appended_meanwhile=swapped_at - head.position
-        )
+    event_log = ledger.event_log
+    projectors = default_projectors(event_log.log_id)
+    model = ledger.read_model
+    with ScratchDatabase.beside(Path(cache)) as shadow:
+        for projector in projectors:
+            projector.create(shadow)
+        with model.snapshot() as snap:
+            head = snap.head()
+            events = linked_events(event_log, until=head.position)
+            _fold(shadow, projectors, events, head.position, progress)
+            stale = [] if model.current_at(head) else [p.name for p in projectors]
+            live = _Live(stale=stale, digests=_digests(snap, projectors))
+        tables = _compare(live.digests, shadow, projectors)
+        swapped_at = model.replace(shadow, head) if swap else None
     return head, live, tables, swapped_at
 
 
@@ -245,14 +224,3 @@ def _fold(
             if progress is not None:
                 progress(last, until)
     return last
-
-
-def _swap(path: Path, shadow: ScratchDatabase, projectors: Sequence[Projector], head: Head) -> int:
-    """Replace the live tables with the shadow's through the log's own write transaction."""
-    live = open_log(path)
-    try:
-        position = Projection(live, projectors).replace(shadow, head)
-    finally:
-        live.close()
-    log.info("rebuild_swapped", position=position, appended_meanwhile=position - head.position)
-    return position

@@ -8,34 +8,33 @@ earlier position included (even one stamped later than the time).
 
 from __future__ import annotations
 
-import os
+from typing import TYPE_CHECKING
 
-from eventlog import InvalidInputError, ReadSnapshot, open_log
+from eventlog import InvalidInputError, ReadSnapshot
 from eventlog.checks import check_position, check_ts_ns
 from projections import MemoryView, view_at
 
+if TYPE_CHECKING:
+    from replay.ledger import Ledger
 
-def as_of(
-    db_path: str | os.PathLike[str], *, position: int | None = None, ts_ns: int | None = None
-) -> MemoryView:
+
+def as_of(ledger: Ledger, *, position: int | None = None, ts_ns: int | None = None) -> MemoryView:
     """A read-only view showing the state right after `position`, or right after the highest
     position whose event has `ts_ns` at or before the given `ts_ns`. Give exactly one.
 
     `CrossTaskKB(view, run_id=...)` over it subscribes and lists history as it would have then;
-    every write through it raises `ReadOnlyStoreError`. Close it when done.
+    every write through it raises `ReadOnlyStoreError`. It is folded in memory, so it stays
+    usable after the ledger closes; close it when done.
     """
     if (position is None) == (ts_ns is None):
         raise InvalidInputError("as_of needs exactly one of position and ts_ns")
-    event_log = open_log(db_path, read_only=True)
-    try:
-        with event_log.snapshot() as snap:
-            if position is not None:
-                target = _position(snap, position)
-            else:
-                target = _position_at(snap, check_ts_ns(ts_ns))
-        return view_at(event_log, target, db_path=db_path)
-    finally:
-        event_log.close()
+    event_log = ledger.event_log
+    with event_log.snapshot() as snap:
+        if position is not None:
+            target = _position(snap, position)
+        else:
+            target = _position_at(snap, check_ts_ns(ts_ns))
+    return view_at(event_log, target, db_path=ledger.target)
 
 
 def _position(snap: ReadSnapshot, position: object) -> int:

@@ -11,16 +11,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from contextlib import closing
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from eventlog import MemoryAdded, NewEvent, content_hash, decode_record, open_log
+from eventlog import MemoryAdded, NewEvent, content_hash, decode_record
 from eventlog.chain import GENESIS_CONTEXT
 from eventlog.signing import claims_of
 from projections import LegacyFile, inquiries, legacy_events
 from replay.keys import KeySource, operator_key
 from replay.operators import Actor, append_with_effect, signed_event
+
+if TYPE_CHECKING:
+    from replay.ledger import Ledger
 
 EXPORT_FORMAT = "factledger-export/1"
 Progress = Callable[[int, int], None]
@@ -72,51 +75,45 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
 _ENCODER = msgspec.json.Encoder()
 
 
-def export_log(
-    db_path: str | os.PathLike[str], out: TextIO, *, progress: Progress | None = None
-) -> ExportHeader:
-    """Write the whole log to `out` as JSON Lines (streaming; the database is opened read-only)."""
-    log = open_log(db_path, read_only=True)
-    try:
-        head = log.head()
-        header = ExportHeader(
-            format=EXPORT_FORMAT,
-            log_id=log.log_id,
-            genesis_context=GENESIS_CONTEXT,
-            events=head.position,
-            head_chain_hash=head.chain_hash,
+def export_log(ledger: Ledger, out: TextIO, *, progress: Progress | None = None) -> ExportHeader:
+    """Write the whole log to `out` as JSON Lines (streaming; the log is only read)."""
+    log = ledger.event_log
+    head = log.head()
+    header = ExportHeader(
+        format=EXPORT_FORMAT,
+        log_id=log.log_id,
+        genesis_context=GENESIS_CONTEXT,
+        events=head.position,
+        head_chain_hash=head.chain_hash,
+    )
+    out.write(_ENCODER.encode(header).decode() + "\n")
+    for row in log.scan(until=head.position):
+        record = decode_record(row.body, position=row.position, chain_hash=row.chain_hash.hex())
+        line = ExportedEvent(
+            position=record.position,
+            event_id=record.event_id,
+            kind=record.kind,
+            ts_ns=record.ts_ns,
+            producer_task_id=record.producer_task_id,
+            run_id=record.run_id,
+            source_adapter=record.source_adapter,
+            content_hash=record.content_hash,
+            chain_hash=record.chain_hash,
+            payload=msgspec.Raw(_ENCODER.encode(record.payload)),
+            body=row.body.decode("utf-8"),
         )
-        out.write(_ENCODER.encode(header).decode() + "\n")
-        for row in log.scan(until=head.position):
-            record = decode_record(row.body, position=row.position, chain_hash=row.chain_hash.hex())
-            line = ExportedEvent(
-                position=record.position,
-                event_id=record.event_id,
-                kind=record.kind,
-                ts_ns=record.ts_ns,
-                producer_task_id=record.producer_task_id,
-                run_id=record.run_id,
-                source_adapter=record.source_adapter,
-                content_hash=record.content_hash,
-                chain_hash=record.chain_hash,
-                payload=msgspec.Raw(_ENCODER.encode(record.payload)),
-                body=row.body.decode("utf-8"),
-            )
-            out.write(_ENCODER.encode(line).decode() + "\n")
-            if progress is not None:
-                progress(row.position, head.position)
-        return header
-    finally:
-        log.close()
+        out.write(_ENCODER.encode(line).decode() + "\n")
+        if progress is not None:
+            progress(row.position, head.position)
+    return header
 
 
 def import_legacy(
-    db_path: str | os.PathLike[str],
+    ledger: Ledger,
     source: str | os.PathLike[str],
     *,
     actor: Actor = IMPORTER,
     key: KeySource | None = None,
-    cache: str | os.PathLike[str] | None = None,
 ) -> ImportReport:
     """Import the `memory` table of a legacy database file as events written now by `actor`,
     each row's own fields kept as claims, honoured only when `key`, an operator key of the
@@ -124,16 +121,13 @@ def import_legacy(
     written again never, but for a signed import of rows only an unsigned one imported. An
     import is an operator action: once the log has an operator key it needs `key`. A file
     with no `memory` table, or a row that cannot be represented, is an error naming it, and
-    nothing is imported. Given a `cache`, writes through that host's cache of the log
-    `db_path` names (`Actor.store`)."""
+    nothing is imported."""
     signer = None if key is None else operator_key(key)
     events = legacy_rows(source, actor)
-    with actor.store(db_path, cache=cache) as store, store.write_transaction() as tx:
+    with ledger.write_transaction("import") as tx:
         fresh = not_imported(inquiries.imported_rows(tx, signed=signer is not None), events)
         signed = [
-            signed_event(
-                tx, store.event_log.log_id, e.payload, actor=actor, key=signer, action="import"
-            )
+            signed_event(tx, ledger.log_id, e.payload, actor=actor, key=signer, action="import")
             for e in fresh
         ]
         records = append_with_effect(tx, signed) if signed else []

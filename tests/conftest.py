@@ -10,6 +10,7 @@ import structlog
 
 from projections import SQLiteMemoryStore
 from projections.environment import SETTINGS
+from replay import Ledger
 
 pytest_plugins = ["tests.postgres"]
 
@@ -46,6 +47,14 @@ def clock() -> Clock:
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory" / "memory.db"
+
+
+@pytest.fixture
+def ledger(db_path: Path) -> Iterator[Ledger]:
+    """The log at `db_path` as one `Ledger`, opened for writing (made if absent) and kept for
+    the test, as an operator keeps one."""
+    with Ledger.open(db_path, read_only=False) as opened:
+        yield opened
 
 
 @pytest.fixture

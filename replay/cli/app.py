@@ -25,7 +25,7 @@ from eventlog import (
     __version__,
     open_log,
 )
-from eventlog.checks import check_actor, check_identifier, check_optional_actor
+from eventlog.checks import check_actor, check_identifier, check_optional_actor, is_dsn
 from projections import (
     CrossTaskKB,
     MemoryTrustPolicy,
@@ -39,6 +39,7 @@ from replay.bootstrap import holds_log
 from replay.cli import output
 from replay.cli.logs import logging_to_stderr
 from replay.keys import OperatorKey, read_operator_key
+from replay.ledger import Ledger
 from replay.operators import Actor
 
 EXIT_OK, EXIT_ERROR, EXIT_TAMPERED, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
@@ -51,7 +52,6 @@ DSN_HELP = (
     "the log in PostgreSQL, postgresql://... (default: $FACTLEDGER_DSN); "
     "--db then names this host's read-model cache"
 )
-DSN_SCHEMES = ("postgresql://", "postgres://")
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,8 @@ class Session:
 
     Without a DSN, `db` is the file holding the log and its read model. With one, the log is
     in PostgreSQL and `db` is this host's cache of it: writes append to the log through the
-    cache, reads read the cache caught up, and audits read the log (and the cache where they
-    take one)."""
+    cache, reads read the cache caught up, and audits and operator actions go through one
+    `Ledger` of the log with that cache."""
 
     db: str
     as_json: bool
@@ -74,25 +74,23 @@ class Session:
             raise StorageError(f"no database at {self.db} (choose one with --db or FACTLEDGER_DB)")
         return self.db
 
-    def log(self) -> str:
-        """Where the log is, for the library's audit and operator functions: the DSN, else
-        the database file, which must exist."""
+    def ledger(self, *, read_only: bool = True, create: bool = False) -> Ledger:
+        """The log as one `Ledger` for this command: the DSN's, with this host's cache
+        (`db`), else the `db` file, which must exist unless the command may `create` it
+        (then it is opened for writing)."""
         dsn = self.log_dsn()
-        return dsn if dsn is not None else self.existing_db()
+        if dsn is not None:
+            return Ledger.open(dsn, cache=self.db, read_only=read_only)
+        return Ledger.open(self.db if create else self.existing_db(), read_only=read_only)
 
     def log_dsn(self) -> str | None:
         """The DSN of the log in PostgreSQL, checked, or None for a log in the `db` file."""
-        if self.dsn is not None and not self.dsn.startswith(DSN_SCHEMES):
+        if self.dsn is not None and not is_dsn(self.dsn):
             raise click.UsageError(
                 f"--dsn (or {environment.DSN.source()}) must be a postgresql:// URI, "
                 "not a file: give a file with --db"
             )
         return self.dsn
-
-    def cache(self) -> str | None:
-        """This host's cache for functions that take `cache=`: `db` with a DSN, else None
-        (the read model is in the log's own file)."""
-        return self.db if self.dsn is not None else None
 
     def needs_dsn(self) -> str:
         """The DSN, which this command cannot do without."""

@@ -7,15 +7,14 @@ from pathlib import Path
 import click
 
 from eventlog import StorageError
-from replay.audit import verify
-from replay.checkpoints import Checkpoint, checkpoint
+from replay.checkpoints import Checkpoint
 from replay.cli import output
 from replay.cli.app import EXIT_ERROR, EXIT_OK, EXIT_TAMPERED, Session, app, fail
 from replay.cli.files import read_text, replacing
 from replay.cli.params import ENTRY_ID
 from replay.keys import generate_key, read_operator_key
-from replay.proofs import prove_inclusion, verify_inclusion
-from replay.rebuild import rebuild
+from replay.proofs import verify_inclusion
+from replay.shortcuts import verify
 
 out_path = click.Path(dir_okay=False, path_type=Path)
 MAX_CHECKPOINT_BYTES = 64 * 1024
@@ -83,7 +82,8 @@ def verify_(session: Session, taken: str | None, pub: str | None, deep: bool) ->
 @click.pass_obj
 def checkpoint_(session: Session, key: str | None, out: Path | None) -> int:
     """Take a checkpoint to keep outside the database (a signed note with --key)."""
-    taken = checkpoint(session.log(), key=session.operator_key(key))
+    with session.ledger() as ledger:
+        taken = ledger.checkpoint(key=session.operator_key(key))
     if out is not None:
         with replacing(out) as stream:
             stream.write(str(taken))
@@ -119,7 +119,8 @@ def keygen(session: Session, path: str, name: str | None) -> int:
 def prove(session: Session, position: int, taken: str) -> int:
     """Prove that an event is in the log a checkpoint describes."""
     held = read_checkpoint(taken)
-    proof = prove_inclusion(session.log(), position, held)
+    with session.ledger() as ledger:
+        proof = ledger.prove_inclusion(position, held)
     if not verify_inclusion(proof, proof.leaf_hash, held):
         raise StorageError(f"the proof for position {position} does not verify")
     session.emit(proof)
@@ -131,7 +132,7 @@ def prove(session: Session, position: int, taken: str) -> int:
 @click.pass_obj
 def rebuild_(session: Session, swap: bool) -> int:
     """Refold every projection from the log and compare (exit 2 on a mismatch), or --swap."""
-    with output.progress("rebuilt") as progress:
-        report = rebuild(session.log(), swap=swap, progress=progress, cache=session.cache())
+    with session.ledger(read_only=not swap) as ledger, output.progress("rebuilt") as progress:
+        report = ledger.rebuild(swap=swap, progress=progress)
     session.emit(report)
     return EXIT_OK if report.matches or swap else EXIT_TAMPERED

@@ -8,7 +8,7 @@ from eventlog import ON_CONFLICT
 from projections import SCOPES
 from replay.cli.app import EXIT_OK, Session, app
 from replay.cli.forensics import key_option
-from replay.conflicts import approve, policy_owners, reject, set_conflict_policy
+from replay.conflicts import policy_owners
 
 
 @app.group("policy")
@@ -48,16 +48,15 @@ def policy_set(
     reject), whoever wrote first. Versions written under no adapter (an operator's) count as
     an owner's. Signed once the log has an operator."""
     named = policy_owners(on_conflict, owners or None)
-    position = set_conflict_policy(
-        session.log(),
-        tag,
-        on_conflict,
-        owners=named,
-        scope=scope,
-        actor=session.actor(),
-        key=session.operator_key(key),
-        cache=session.cache(),
-    )
+    with session.ledger(read_only=False) as ledger:
+        position = ledger.set_conflict_policy(
+            tag,
+            on_conflict,
+            owners=named,
+            scope=scope,
+            actor=session.actor(),
+            key=session.operator_key(key),
+        )
     shown = ""
     if named is not None:
         shown = f" (owners: {', '.join(named)})" if named else " (owners: operators only)"
@@ -74,13 +73,8 @@ def policy_set(
 @click.pass_obj
 def approve_(session: Session, position: int, key: str | None) -> int:
     """Approve a held fact version: it becomes current unless a later version already is."""
-    done = approve(
-        session.log(),
-        position,
-        actor=session.actor(),
-        key=session.operator_key(key),
-        cache=session.cache(),
-    )
+    with session.ledger(read_only=False) as ledger:
+        done = ledger.approve(position, actor=session.actor(), key=session.operator_key(key))
     session.emit({"approval_position": done}, f"approval recorded at position {done}")
     return EXIT_OK
 
@@ -92,13 +86,9 @@ def approve_(session: Session, position: int, key: str | None) -> int:
 @click.pass_obj
 def reject_(session: Session, position: int, reason: str, key: str | None) -> int:
     """Reject a held fact version: it never becomes current (history keeps it)."""
-    done = reject(
-        session.log(),
-        position,
-        reason=reason,
-        actor=session.actor(),
-        key=session.operator_key(key),
-        cache=session.cache(),
-    )
+    with session.ledger(read_only=False) as ledger:
+        done = ledger.reject(
+            position, reason=reason, actor=session.actor(), key=session.operator_key(key)
+        )
     session.emit({"rejection_position": done}, f"rejection recorded at position {done}")
     return EXIT_OK

@@ -14,9 +14,6 @@ from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
 from replay.cli.files import replacing
 from replay.cli.params import ENTRY_ID, LIMIT, NAME, POSITION
-from replay.forensics import blast_radius
-from replay.quarantine import quarantine, release
-from replay.transfer import export_log, import_legacy
 
 
 def suspect_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -66,15 +63,14 @@ def blast_radius_(
     Each list shows its first --limit rows; stderr says which lists were cut.
     """
     needs_suspect("blast-radius", adapter, producer, positions)
-    radius = blast_radius(
-        session.log(),
-        source_adapter=adapter,
-        producer_task_id=producer,
-        positions=list(positions) or None,
-        since_position=since,
-        depth=depth,
-        cache=session.cache(),
-    )
+    with session.ledger() as ledger:
+        radius = ledger.blast_radius(
+            source_adapter=adapter,
+            producer_task_id=producer,
+            positions=list(positions) or None,
+            since_position=since,
+            depth=depth,
+        )
     shown, cuts = output.cut(radius, limit)
     session.emit(shown)
     output.note_cut(cuts)
@@ -104,16 +100,15 @@ def quarantine_(
 ) -> int:
     """Keep a suspect's events from every reader (the log keeps them as evidence)."""
     needs_suspect("quarantine", adapter, producer, positions)
-    position = quarantine(
-        session.log(),
-        positions=list(positions) or None,
-        producer_task_id=producer,
-        source_adapter=adapter,
-        reason=reason,
-        actor=session.actor(),
-        key=session.operator_key(key),
-        cache=session.cache(),
-    )
+    with session.ledger(read_only=False) as ledger:
+        position = ledger.quarantine(
+            positions=list(positions) or None,
+            producer_task_id=producer,
+            source_adapter=adapter,
+            reason=reason,
+            actor=session.actor(),
+            key=session.operator_key(key),
+        )
     session.emit({"quarantine_position": position}, f"quarantine recorded at position {position}")
     return EXIT_OK
 
@@ -125,14 +120,13 @@ def quarantine_(
 @click.pass_obj
 def release_(session: Session, quarantine_position: int, reason: str, key: str | None) -> int:
     """Undo a quarantine."""
-    position = release(
-        session.log(),
-        quarantine_position,
-        reason=reason,
-        actor=session.actor(),
-        key=session.operator_key(key),
-        cache=session.cache(),
-    )
+    with session.ledger(read_only=False) as ledger:
+        position = ledger.release(
+            quarantine_position,
+            reason=reason,
+            actor=session.actor(),
+            key=session.operator_key(key),
+        )
     session.emit({"release_position": position}, f"release recorded at position {position}")
     return EXIT_OK
 
@@ -146,13 +140,13 @@ def release_(session: Session, quarantine_position: int, reason: str, key: str |
 @click.pass_obj
 def export(session: Session, out: Path | None) -> int:
     """Write the raw log as JSON Lines, verifiable offline."""
-    db = session.log()
-    if out is None:
-        with output.progress("exported") as progress:
-            export_log(db, sys.stdout, progress=progress)
-        return EXIT_OK
-    with replacing(out) as stream, output.progress("exported") as progress:
-        header = export_log(db, stream, progress=progress)
+    with session.ledger() as ledger:
+        if out is None:
+            with output.progress("exported") as progress:
+                ledger.export(sys.stdout, progress=progress)
+            return EXIT_OK
+        with replacing(out) as stream, output.progress("exported") as progress:
+            header = ledger.export(stream, progress=progress)
     session.emit(header, f"exported {header.events} events to {out}")
     return EXIT_OK
 
@@ -169,15 +163,9 @@ def import_legacy_(session: Session, path: str, key: str | None) -> int:
     unsigned import (in a log with no operator) is trusted by no policy.
     """
     new = session.creates_log()
-    session.emit(
-        import_legacy(
-            session.log_dsn() or session.db,
-            path,
-            actor=session.actor(),
-            key=session.operator_key(key),
-            cache=session.cache(),
-        )
-    )
+    with session.ledger(read_only=False, create=True) as ledger:
+        report = ledger.import_legacy(path, actor=session.actor(), key=session.operator_key(key))
+    session.emit(report)
     if new:
         session.created_log()
     return EXIT_OK

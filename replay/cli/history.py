@@ -1,4 +1,4 @@
-"""History: history, blame, diff, as-of. Each reads the log read-only.
+"""History: history, blame, diff, as-of. Each reads the log through a read-only `Ledger`.
 
 Each row shows its trust under the reader's policy, judged now in the live read model
 (`replay.trusted`). Run by an operator (no adapter) they show every row and write nothing.
@@ -27,8 +27,6 @@ from replay.cli.memory import (
     scope_option,
 )
 from replay.cli.params import LIMIT, NAME, POSITION, TAG
-from replay.history import blame, diff, history
-from replay.timetravel import as_of
 from replay.trusted import trusted_blame, trusted_diff, trusted_history
 
 any_scope_option = click.option("--scope", type=click.Choice(sorted(SCOPES)), help="any if unset")
@@ -74,7 +72,8 @@ def history_(
     --limit versions, and says on stderr when it cut.
     """
     reader = Reader(session)
-    found = history(session.log(), scope=scope, tag=tag, key=key, run_id=run, cache=session.cache())
+    with session.ledger() as ledger:
+        found = ledger.history(scope=scope, tag=tag, key=key, run_id=run)
     with reader.judging_store() as store:
         how = reader.reading(store, show_all)
         marked = trusted_history(found, store, how, tags=_tags(tag))
@@ -101,7 +100,8 @@ def blame_(
     line. An agent's read is receipted.
     """
     reader = Reader(session)
-    found = blame(session.log(), scope=scope, tag=tag, run_id=run, cache=session.cache())
+    with session.ledger() as ledger:
+        found = ledger.blame(scope=scope, tag=tag, run_id=run)
     with reader.judging_store() as store:
         marked = trusted_blame(found, store, reader.reading(store, show_all), tags=_tags(tag))
     session.emit(marked)
@@ -136,7 +136,8 @@ def diff_(
     if from_position > to_position:
         raise InvalidInputError(f"FROM ({from_position}) is after TO ({to_position})")
     reader = Reader(session)
-    found = diff(session.log(), from_position, to_position, tag=tag)
+    with session.ledger() as ledger:
+        found = ledger.diff(from_position, to_position, tag=tag)
     with reader.judging_store() as store:
         marked = trusted_diff(found, store, reader.reading(store, show_all))
     shown, cuts = output.cut(marked, limit)
@@ -177,7 +178,7 @@ def as_of_(
     if (position is None) == (at is None):
         raise click.UsageError("give exactly one of --position and --at")
     reader = Reader(session)
-    with as_of(session.log(), position=position, ts_ns=at) as view:
+    with session.ledger() as ledger, ledger.as_of(position=position, ts_ns=at) as view:
         if tag:
             kb = CrossTaskKB(view, run_id=reader.identity.run_id)
             rows: list[Any] = list(kb.subscribe(tag, scope=scope))

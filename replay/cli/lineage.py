@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from replay.cli.app import EXIT_OK, Session, app
-from replay.lineage import lineage
 
 
 @app.command("lineage")
@@ -19,12 +18,11 @@ from replay.lineage import lineage
 def lineage_(session: Session, position: int, direction: str | None, depth: int | None) -> int:
     """Ancestors and descendants of a log position, level by level, from the recall
     receipts and the sources writers declared. Opens the log read-only."""
-    found = lineage(
-        session.log(),
-        position,
-        direction="up" if direction == "up" else "down" if direction == "down" else "both",
-        depth=depth,
-        cache=session.cache(),
-    )
+    with session.ledger() as ledger:
+        found = ledger.lineage(
+            position,
+            direction="up" if direction == "up" else "down" if direction == "down" else "both",
+            depth=depth,
+        )
     session.emit(found)
     return EXIT_OK

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from replay.cli.app import EXIT_OK, Session, app
-from replay.operators import add_operator, list_operators, remove_operator
 
 OPERATOR_COLUMNS = (
     "key_id",
@@ -46,9 +45,8 @@ def add(session: Session, public_key: str, key: str | None) -> int:
     signer = session.operator_key(key)
     if signer is None:
         raise click.UsageError("give the signing key with --key FILE or FACTLEDGER_OPERATOR_KEY")
-    position = add_operator(
-        session.log(), public_key, key=signer, actor=session.actor(), cache=session.cache()
-    )
+    with session.ledger(read_only=False) as ledger:
+        position = ledger.add_operator(public_key, key=signer, actor=session.actor())
     session.emit(
         {"position": position},
         f"operator key from {public_key} added at position {position}, signed by "
@@ -68,14 +66,8 @@ def remove(session: Session, key_id: str, reason: str, key: str | None) -> int:
     signer = session.operator_key(key)
     if signer is None:
         raise click.UsageError("give the signing key with --key FILE or FACTLEDGER_OPERATOR_KEY")
-    position = remove_operator(
-        session.log(),
-        key_id,
-        key=signer,
-        reason=reason,
-        actor=session.actor(),
-        cache=session.cache(),
-    )
+    with session.ledger(read_only=False) as ledger:
+        position = ledger.remove_operator(key_id, key=signer, reason=reason, actor=session.actor())
     session.emit({"position": position}, f"operator key {key_id} removed at position {position}")
     return EXIT_OK
 
@@ -84,7 +76,8 @@ def remove(session: Session, key_id: str, reason: str, key: str | None) -> int:
 @click.pass_obj
 def list_(session: Session) -> int:
     """Each operator key: its id, name, and when and by whom it was added and removed."""
-    found = list_operators(session.log())
+    with session.ledger() as ledger:
+        found = ledger.operators()
     if session.as_json:
         session.emit(found)
         return EXIT_OK

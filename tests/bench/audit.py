@@ -65,7 +65,7 @@ def audit(ctx: Context) -> list[Result]:
                 lambda: _walk(path),
                 VERIFY_RATE,
                 where + "; eventlog.verify_chain over open_log(read_only=True), the "
-                "primitive replay.audit.verify builds on",
+                "primitive Ledger.verify builds on",
             ),
             _verify(ctx, scan, path, where),
             _rebuild(ctx, scan, path, where),
@@ -112,7 +112,7 @@ def _walk(path: Path) -> float:
 
 
 def _verify(ctx: Context, scan: Callable[[], float], path: Path, where: str) -> Result:
-    module = optional("replay.audit")
+    module = optional("replay")
     if isinstance(module, str):
         return unavailable("verify.events_per_s", "ev/s", VERIFY_RATE, module)
 
@@ -128,7 +128,7 @@ def _verify(ctx: Context, scan: Callable[[], float], path: Path, where: str) -> 
 
 
 def _rebuild(ctx: Context, scan: Callable[[], float], path: Path, where: str) -> Result:
-    module = optional("replay.rebuild")
+    module = optional("replay")
     if isinstance(module, str):
         return unavailable("rebuild.events_per_s", "ev/s", REBUILD_RATE, module)
     events = 0
@@ -159,26 +159,23 @@ def _rebuild(ctx: Context, scan: Callable[[], float], path: Path, where: str) ->
 
 
 def _proofs(ctx: Context, path: Path, events: int, where: str) -> Result:
-    """Inclusion proofs from a kept `replay.Prover`; beside them, what its first checkpoint
-    and a one-call `prove_inclusion(path, ...)` cost (each walks the log)."""
-    proofs = optional("replay.proofs")
-    if isinstance(proofs, str):
-        return unavailable("inclusion_proof.p50", "ms", PROOF_P50, proofs)
+    """Inclusion proofs through one kept `replay.Ledger` (its `Prover`); beside them, what
+    its first checkpoint and a one-call `replay.prove_inclusion(path, ...)` cost (each
+    walks the log)."""
+    replay = optional("replay")
+    if isinstance(replay, str):
+        return unavailable("inclusion_proof.p50", "ms", PROOF_P50, replay)
     rng = random.Random(11)
     positions = [rng.randint(1, events) for _ in range(ctx.scale.proofs)]
-    log = open_log(path, read_only=True)
-    try:
+    with replay.Ledger.open(path) as ledger:
         start = time.perf_counter()
-        prover = proofs.Prover(log)
-        checkpoint = prover.checkpoint()
+        checkpoint = ledger.checkpoint()
         first_checkpoint_s = time.perf_counter() - start
         samples: list[float] = []
         for position in positions:
-            samples += latencies_ms(1, partial(prover.prove_inclusion, position, checkpoint))
-    finally:
-        log.close()
+            samples += latencies_ms(1, partial(ledger.prove_inclusion, position, checkpoint))
     one_call = [
-        latencies_ms(1, partial(proofs.prove_inclusion, path, position, checkpoint))[0] / 1000
+        latencies_ms(1, partial(replay.prove_inclusion, path, position, checkpoint))[0] / 1000
         for position in positions[: ctx.scale.audit_rounds]
     ]
     return Result(
@@ -186,10 +183,10 @@ def _proofs(ctx: Context, path: Path, events: int, where: str) -> Result:
         statistics.median(samples),
         "ms",
         target=PROOF_P50,
-        note=f"{where}; {len(positions)} random positions from one kept replay.Prover; its "
-        f"first checkpoint walked the log in {first_checkpoint_s:.1f} s, and "
-        f"prove_inclusion(path, ...), which opens the file and walks it for one proof, took "
-        f"{statistics.median(one_call):.1f} s",
+        note=f"{where}; {len(positions)} random positions through one kept replay.Ledger; "
+        f"its first checkpoint walked the log in {first_checkpoint_s:.1f} s, and "
+        f"replay.prove_inclusion(path, ...), which opens a Ledger and walks the log for one "
+        f"proof, took {statistics.median(one_call):.1f} s",
         extra={
             **spread(samples),
             "first_checkpoint_seconds": round(first_checkpoint_s, 3),

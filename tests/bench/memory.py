@@ -39,7 +39,7 @@ def peak_memory(ctx: Context) -> list[Result]:
     small, large = ctx.scale.small_log, ctx.scale.large_log
     paths = {small: ctx.log_of(small), large: ctx.log_of(large)}
     results = []
-    for operation, module in (("verify", None), ("rebuild", "replay.rebuild")):
+    for operation, module in (("verify", None), ("rebuild", "replay")):
         metric = f"peak_rss.{operation}"
         found = optional(module) if module else None
         if isinstance(found, str):

@@ -244,11 +244,10 @@ def walk(folder: Path, count: int) -> None:
 
 
 def audit(folder: Path, count: int) -> None:
-    """Profile replay.audit.verify and replay.rebuild.rebuild."""
+    """Profile replay.verify and replay.rebuild."""
     path = folder / "audit.db"
     build_log(path, Corpus(9), count)
-    from replay.audit import verify
-    from replay.rebuild import rebuild
+    from replay import rebuild, verify
 
     print(f"\n== replay verify and rebuild over {count} events")
     print(f"  unprofiled: verify {wall_us(lambda: verify(path), count):.2f} us/event")

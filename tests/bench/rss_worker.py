@@ -23,9 +23,9 @@ def peak_rss_kib() -> int:
 
 
 def verify(path: Path) -> tuple[str, int]:
-    """Run replay.audit.verify, or eventlog.verify_chain until it exists."""
+    """Run replay.verify, or eventlog.verify_chain until it exists."""
     try:
-        audit = importlib.import_module("replay.audit")
+        audit = importlib.import_module("replay")
     except ImportError:
         from eventlog import open_log, verify_chain
 
@@ -33,13 +33,13 @@ def verify(path: Path) -> tuple[str, int]:
         report = verify_chain(log, log.genesis)
         log.close()
         return "eventlog.verify_chain", report.checked
-    return "replay.audit.verify", int(audit.verify(path).checked)
+    return "replay.verify", int(audit.verify(path).checked)
 
 
 def rebuild(path: Path) -> tuple[str, int]:
-    """Run replay.rebuild.rebuild without swapping."""
-    module = importlib.import_module("replay.rebuild")
-    return "replay.rebuild.rebuild", int(module.rebuild(path, swap=False).events)
+    """Run replay.rebuild without swapping."""
+    module = importlib.import_module("replay")
+    return "replay.rebuild", int(module.rebuild(path, swap=False).events)
 
 
 def main(argv: list[str]) -> int:

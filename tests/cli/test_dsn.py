@@ -189,6 +189,34 @@ def test_a_dsn_that_is_not_a_postgresql_uri_is_refused(cli: Cli, tmp_path: Path)
     assert [] == list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("history",),
+        ("blast-radius", "--adapter", "codex"),
+        ("quarantine", "--adapter", "codex", "--reason", "r"),
+        ("share", "k", "v", "--tag", "t"),
+        ("query", "--tag", "t"),
+        ("list",),
+    ],
+    ids=["history", "blast-radius", "quarantine", "share", "query", "list"],
+)
+def test_a_dsn_as_the_hosts_cache_is_refused(
+    cli: Cli, pg: PgLog, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """--db names this host's cache file: a DSN there (a mistyped pair of options) is one
+    line naming the mistake, exit 1, and the log is left as it was; no file is made (the
+    store used to make a cache at a path spelled like the DSN, password and all)."""
+    init(cli, pg)
+    other = "postgresql://someone:hunter2@elsewhere.invalid/db"
+    result = cli(*command, "--dsn", pg.dsn, db_path=other)
+    assert 1 == result.code
+    assert "not a postgresql:// DSN" in result.err and "hunter2" not in result.err
+    assert 1 == len(result.err.strip().splitlines())
+    assert 0 == head(pg.dsn)
+    assert [] == list(tmp_path.iterdir())
+
+
 def test_remove_and_conflict_policy_reach_every_host(
     cli: Cli, pg: PgLog, hosts: tuple[str, str]
 ) -> None:

@@ -32,12 +32,14 @@ from eventlog import (
 )
 from eventlog.chain import genesis
 from projections import (
+    CacheChoiceError,
     CacheRefusedError,
     CrossTaskKB,
     MemoryTrustPolicy,
     SQLiteMemoryStore,
     SyncTimeoutError,
     load_persistent_memory,
+    open_view,
     sql,
     view_at,
 )
@@ -122,6 +124,24 @@ def added(content: str) -> NewEvent:
 
 
 # -- reading one's own writes, and other hosts' -------------------------------------------
+
+
+def test_a_dsn_as_the_cache_is_refused_and_nothing_is_made(
+    remote: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host's cache is a file on this host: a store or a view given a DSN as its cache
+    refuses it (`CacheChoiceError`, not repeating the DSN's password) and makes no file at
+    a path spelled like the DSN."""
+    monkeypatch.chdir(tmp_path)
+    dsn = "postgresql://someone:hunter2@db.internal/kb"
+    for opening in (
+        lambda: SQLiteMemoryStore(dsn, log=remote),
+        lambda: open_view(dsn, log=remote),
+    ):
+        with pytest.raises(CacheChoiceError, match="not a postgresql:// DSN") as refused:
+            opening()
+        assert "hunter2" not in str(refused.value)
+    assert ["remote"] == sorted(p.name for p in tmp_path.iterdir())
 
 
 def test_the_writing_handle_reads_its_own_writes(host: Host) -> None:

@@ -21,21 +21,7 @@ from projections import (  # noqa: E402
     SQLiteMemoryStore,
     open_view,
 )
-from replay import (  # noqa: E402
-    as_of,
-    blame,
-    blast_radius,
-    checkpoint,
-    diff,
-    export_log,
-    history,
-    prove_inclusion,
-    quarantine,
-    rebuild,
-    release,
-    verify,
-    verify_inclusion,
-)
+from replay import Ledger, quarantine, release, verify_inclusion  # noqa: E402
 from tests.postgres import PgLog  # noqa: E402
 from tests.projections.test_cache import _tailer, _writer, added, tables  # noqa: E402
 from tests.replay.test_history import script  # noqa: E402
@@ -160,36 +146,39 @@ def test_a_cache_ahead_of_or_disagreeing_with_the_server_is_refused_and_kept(
 
 
 def test_audit_commands_work_against_the_server(tmp_path: Path, dsn: str) -> None:
-    """history, blame, blast-radius, as-of, diff, export, verify and rebuild take the server's
-    DSN (with a host cache where they read the read model); none of them writes the log."""
+    """Every investigation of a `Ledger` on the server's DSN answers the same with a host
+    cache as with none (a read model folded in memory); none of them writes the log."""
     with SQLiteMemoryStore(tmp_path / "writer.db", log=dsn) as store:
         script(store)
     cache = tmp_path / "auditor.db"
     server = open_log(dsn, read_only=True)
     head = server.head()
-    assert history(dsn) == history(dsn, cache=cache)
-    assert ["v1", "v2", "v3"] == [
-        v.value for v in history(dsn, tag="api", key="base_url", cache=cache).versions
-    ]
-    assert blame(dsn) == blame(dsn, cache=cache)
-    assert blast_radius(dsn, source_adapter="codex") == blast_radius(
-        dsn, source_adapter="codex", cache=cache
-    )
-    with as_of(dsn, position=2) as view:
-        assert ["v2"] == [f.value for f in CrossTaskKB(view).subscribe("api", scope="project")]
-    assert ["base_url"] == [c.key for c in diff(dsn, 1, 2).changed]
-    out = io.StringIO()
-    assert 8 == export_log(dsn, out).events
-    assert verify(dsn).ok
-    assert rebuild(dsn, cache=cache).matches
-    with pytest.raises(InvalidInputError, match="name the host's cache"):
-        rebuild(dsn)
+    with Ledger.open(dsn, cache=cache) as cached, Ledger.open(dsn) as folded:
+        assert folded.history() == cached.history()
+        assert ["v1", "v2", "v3"] == [
+            v.value for v in cached.history(tag="api", key="base_url").versions
+        ]
+        assert folded.blame() == cached.blame()
+        radius = cached.blast_radius(source_adapter="codex")
+        assert folded.blast_radius(source_adapter="codex") == radius
+        assert folded.lineage(2) == cached.lineage(2)
+        assert folded.operators() == cached.operators()
+        with cached.as_of(position=2) as view:
+            assert ["v2"] == [f.value for f in CrossTaskKB(view).subscribe("api", scope="project")]
+        assert ["base_url"] == [c.key for c in cached.diff(1, 2).changed]
+        out = io.StringIO()
+        assert 8 == cached.export(out).events
+        assert cached.verify().ok
+        assert cached.rebuild().matches
+        with pytest.raises(InvalidInputError, match="this host's cache"):
+            folded.rebuild()
+        held = cached.checkpoint()
+        assert folded.checkpoint() == held
+        assert cached.verify(checkpoint=held).ok
+        row = next(server.scan(after=2, until=3))
+        assert verify_inclusion(cached.prove_inclusion(3, held), row, held)
     with open_view(cache, log=dsn) as view:
         assert "not a fact" in [e.content for e in view.list(type="learning")]
-    held = checkpoint(dsn)
-    assert verify(dsn, checkpoint=held).ok
-    row = next(server.scan(after=2, until=3))
-    assert verify_inclusion(prove_inclusion(dsn, 3, held), row, held)
     assert head == server.head()
     server.close()
 

@@ -32,10 +32,10 @@ from projections import (
 )
 from replay import (
     Actor,
+    Ledger,
     add_operator,
     checkpoint,
     generate_key,
-    import_legacy,
     quarantine,
     release,
     remove_operator,
@@ -701,6 +701,12 @@ def db(s: Subject) -> Path:
     return Path(s.store.db_path)
 
 
+def import_legacy(s: Subject, source: Path) -> object:
+    """`Ledger.import_legacy` of `source` into the subject's log."""
+    with Ledger.open(db(s), read_only=False) as ledger:
+        return ledger.import_legacy(source)
+
+
 OPERATOR_CASES = [
     case(
         lambda s: quarantine(db(s), positions=[1], reason="r", key=123),  # type: ignore[arg-type]
@@ -777,13 +783,13 @@ OPERATOR_CASES = [
         "operator-remove-unknown",
     ),
     case(
-        lambda s: import_legacy(db(s), junk_file(s, b"SQLite format 3? no")),
+        lambda s: import_legacy(s, junk_file(s, b"SQLite format 3? no")),
         FactledgerError,
         "not a database",
         "import-not-sqlite",
     ),
     case(
-        lambda s: import_legacy(db(s), key_file(s)),
+        lambda s: import_legacy(s, key_file(s)),
         FactledgerError,
         "not a database",
         "import-a-key-file",

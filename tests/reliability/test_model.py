@@ -42,11 +42,17 @@ from projections import (
 )
 from projections.prompt import visible
 from projections.taint import taint
-from replay.conflicts import approve, reject, set_conflict_policy
+from replay import (
+    add_operator,
+    approve,
+    quarantine,
+    reject,
+    release,
+    remove_operator,
+    set_conflict_policy,
+)
 from replay.errors import NotAuthorizedError
 from replay.keys import OperatorKey, generate_key, read_operator_key
-from replay.operators import add_operator, remove_operator
-from replay.quarantine import quarantine, release
 from tests.reliability.support import assert_read_model_is_the_log_refolded
 
 TS_NS = 1_764_374_400_000_000_000

@@ -19,9 +19,7 @@ from eventlog import (
 )
 from eventlog.chain import genesis
 from eventlog.contract import EVERY_KIND, fact, memory
-from replay import audit
-from replay.audit import AuditProblem, AuditReport, verify
-from replay.checkpoints import Checkpoint, checkpoint
+from replay import AuditProblem, AuditReport, Checkpoint, audit, checkpoint, verify
 from replay.cli.output import to_json, to_text
 from tests.eventlog.test_tampering import (
     _raw,

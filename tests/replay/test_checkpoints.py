@@ -19,7 +19,7 @@ from eventlog import (
 )
 from eventlog.chain import genesis
 from eventlog.contract import fact, memory
-from replay.checkpoints import Checkpoint, NoteSignature, checkpoint
+from replay import Checkpoint, NoteSignature, checkpoint
 from replay.errors import KeyFileError, UnsignedCheckpointError
 from replay.keys import generate_key, read_operator_key
 from replay.merkle import EMPTY_ROOT

@@ -20,14 +20,7 @@ from projections import (
     read_entries,
     recall_memory,
 )
-from replay import (
-    add_operator,
-    blast_radius,
-    generate_key,
-    import_legacy,
-    init_log,
-    read_operator_key,
-)
+from replay import Ledger, generate_key, init_log, read_operator_key
 from tests.postgres import PgLog
 from tests.projections.test_legacy import legacy_file
 
@@ -55,7 +48,7 @@ def key(tmp_path: Path) -> Path:
 
 
 def test_an_unsigned_import_claiming_no_adapter_is_never_an_operator_write(
-    db_path: Path, legacy: Path
+    db_path: Path, legacy: Path, ledger: Ledger
 ) -> None:
     """The reproduction: rows claiming no adapter, imported unsigned (a log with no operator,
     an importer with no adapter), used to reach default prompts as `source=operator`. Now
@@ -63,7 +56,7 @@ def test_an_unsigned_import_claiming_no_adapter_is_never_an_operator_write(
     `source=unsigned-import`; entries keep the claims as claims and name the importer."""
     with SQLiteMemoryStore(db_path) as store:
         store.add("convention", "run the tests first", ["setup"])
-    report = import_legacy(db_path, legacy)
+    report = ledger.import_legacy(legacy)
     assert (2, False) == (report.imported, report.claims_honoured)
     with SQLiteMemoryStore(db_path) as store:
         built = recall_memory(store, ["setup"], task_id="backend-1")
@@ -86,10 +79,12 @@ def test_an_unsigned_import_claiming_no_adapter_is_never_an_operator_write(
     assert all(e.created_at > 1.7e9 for e in entries)
 
 
-def test_an_unsigned_import_is_trusted_under_no_policy(db_path: Path, legacy: Path) -> None:
+def test_an_unsigned_import_is_trusted_under_no_policy(
+    db_path: Path, legacy: Path, ledger: Ledger
+) -> None:
     """Trusting untagged rows, or the claimed adapter, or the importer's own adapter, does
     not make an unsigned import trusted: policies and agents' reads alike keep it out."""
-    import_legacy(db_path, legacy)
+    ledger.import_legacy(legacy)
     generous = MemoryTrustPolicy(trusted_adapters=frozenset({"codex"}), trust_untagged=True)
     with SQLiteMemoryStore(db_path) as store:
         entries = store.list()
@@ -101,9 +96,11 @@ def test_an_unsigned_import_is_trusted_under_no_policy(db_path: Path, legacy: Pa
     assert ([], 2) == (read.entries, read.kept_out)
 
 
-def test_an_entry_derived_from_an_unsigned_import_is_tainted(db_path: Path, legacy: Path) -> None:
+def test_an_entry_derived_from_an_unsigned_import_is_tainted(
+    db_path: Path, legacy: Path, ledger: Ledger
+) -> None:
     """An unsigned import taints what is derived from it, as an untrusted source does."""
-    import_legacy(db_path, legacy)
+    ledger.import_legacy(legacy)
     with SQLiteMemoryStore(db_path, producer_task_id="helper-1") as store:
         summary = store.add("learning", "setup: pipe it to sh", ["setup"], derived_from=[1])
         built = recall_memory(store, ["setup"], task_id="reviewer-1")
@@ -112,14 +109,14 @@ def test_an_entry_derived_from_an_unsigned_import_is_tainted(db_path: Path, lega
 
 
 def test_a_signed_import_honours_the_claims_and_can_follow_an_unsigned_one(
-    db_path: Path, legacy: Path, key: Path
+    db_path: Path, legacy: Path, key: Path, ledger: Ledger
 ) -> None:
     """Signed by an operator key, the same rows are written again, their claims honoured
     (adapter, producer, time) and trusted as the policy trusts those claims; the unsigned
     entries stay, untrusted; a second signed import writes nothing."""
-    import_legacy(db_path, legacy)
-    add_operator(db_path, f"{key}.pub", key=key)
-    report = import_legacy(db_path, legacy, key=key)
+    ledger.import_legacy(legacy)
+    ledger.add_operator(f"{key}.pub", key=key)
+    report = ledger.import_legacy(legacy, key=key)
     assert (2, 0, True) == (report.imported, report.already_present, report.claims_honoured)
     with SQLiteMemoryStore(db_path) as store:
         signed = [e for e in store.list() if e.claims is not None and not e.unsigned_import]
@@ -128,13 +125,15 @@ def test_a_signed_import_honours_the_claims_and_can_follow_an_unsigned_one(
         (e.source_adapter, e.task_id, e.created_at) for e in signed
     }
     assert "pipe the installer" in prompt and "skip the tests" not in prompt
-    assert 0 == import_legacy(db_path, legacy, key=key).imported
+    assert 0 == ledger.import_legacy(legacy, key=key).imported
 
 
-def test_the_unsigned_flag_cannot_be_edited_away(db_path: Path, legacy: Path) -> None:
+def test_the_unsigned_flag_cannot_be_edited_away(
+    db_path: Path, legacy: Path, ledger: Ledger
+) -> None:
     """Clearing `unsigned_import` in the read model does not launder the row: its event
     bears out no signature, so the prompt keeps it out as `read_model_mismatch`."""
-    import_legacy(db_path, legacy)
+    ledger.import_legacy(legacy)
     with closing(sqlite3.connect(db_path)) as raw:
         raw.execute("UPDATE fl_memory SET unsigned_import = 0")
         raw.commit()
@@ -146,11 +145,11 @@ def test_the_unsigned_flag_cannot_be_edited_away(db_path: Path, legacy: Path) ->
     }
 
 
-def test_blast_radius_shows_an_imports_claims_as_claims(db_path: Path, legacy: Path) -> None:
+def test_blast_radius_shows_an_imports_claims_as_claims(legacy: Path, ledger: Ledger) -> None:
     """Forensics name the importer as the writer, the legacy row's fields as claims, and the
     live entries as unsigned imports."""
-    import_legacy(db_path, legacy)
-    radius = blast_radius(db_path, producer_task_id="import-legacy")
+    ledger.import_legacy(legacy)
+    radius = ledger.blast_radius(producer_task_id="import-legacy")
     assert [("import-legacy", None, None)] * 2 == [
         (e.producer_task_id, e.source_adapter, e.signed_by) for e in radius.events
     ]
@@ -185,7 +184,8 @@ def test_through_postgres_an_unsigned_import_is_untrusted_on_every_host(
     from eventlog.postgres import init_schema
 
     init_schema(pg.dsn, role_prefix=pg.roles)
-    report = import_legacy(pg.dsn, legacy, cache=tmp_path / "a.db")
+    with Ledger.open(pg.dsn, cache=tmp_path / "a.db", read_only=False) as ledger:
+        report = ledger.import_legacy(legacy)
     assert (2, False) == (report.imported, report.claims_honoured)
     with SQLiteMemoryStore(tmp_path / "b.db", log=pg.dsn) as store:
         assert {True} == {e.unsigned_import for e in store.list()}

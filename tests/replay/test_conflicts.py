@@ -18,19 +18,14 @@ from eventlog import (
 )
 from projections import CrossTaskKB, SQLiteMemoryStore, inquiries
 from replay import (
+    Ledger,
     NotAuthorizedError,
     add_operator,
-    approve,
-    as_of,
-    blast_radius,
-    diff,
     generate_key,
     history,
     init_postgres,
     policy_owners,
     read_operator_key,
-    rebuild,
-    reject,
     set_conflict_policy,
 )
 from replay.cli import main
@@ -102,65 +97,69 @@ def operator(trusted: Path, tmp_path: Path) -> OperatorKey:
 
 @pytest.mark.parametrize(("mode", "status"), [("deny", "denied"), ("hold", "pending")])
 def test_an_untrusted_first_writer_never_owns_the_key(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, status: str
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, status: str, ledger: Ledger
 ) -> None:
     """The reproduction: under a policy set where claude-code is trusted, codex publishes a
     key first. Its version is denied or held, and claude-code's later one is current."""
     start(db_path)
     monkeypatch.setenv("FACTLEDGER_TRUST_ADAPTERS", "claude-code")
-    set_conflict_policy(db_path, "schema", mode)
+    ledger.set_conflict_policy("schema", mode)
     poison = publish(db_path, "codex", "POISON")
     assert [] == current(db_path)
     publish(db_path, "claude-code", "v1")
     assert [("v1", "claude-code")] == current(db_path)
     assert [(poison, status, "codex")] == held(db_path)
-    assert [None] == [h.contested for h in history(db_path, tag="schema").held]
-    assert rebuild(db_path).matches
+    assert [None] == [h.contested for h in ledger.history(tag="schema").held]
+    assert ledger.rebuild().matches
 
 
-def test_deny_records_a_non_owners_version_that_never_becomes_current(trusted: Path) -> None:
+def test_deny_records_a_non_owners_version_that_never_becomes_current(
+    trusted: Path, ledger: Ledger
+) -> None:
     """Under deny, a non-owner's version is recorded (history, blast-radius) and subscribers
     keep the owner's; the owner still overwrites."""
-    set_conflict_policy(trusted, "schema", "deny", owners=OWNER)
+    ledger.set_conflict_policy("schema", "deny", owners=OWNER)
     evil = publish(trusted, "codex", "evil")
     assert [("v1", "claude-code")] == current(trusted)
     with SQLiteMemoryStore(trusted) as store:
         v2 = kb(store, "claude-code").publish("schema", "users", "v2", scope="project")
-    found = history(trusted, tag="schema")
-    radius = blast_radius(trusted, source_adapter="codex")
+    found = ledger.history(tag="schema")
+    radius = ledger.blast_radius(source_adapter="codex")
     assert [("v2", "claude-code")] == current(trusted)
     assert [(evil, "denied", 1)] == [(h.position, h.status, h.contested) for h in found.held]
     assert [1, v2.position] == [v.position for v in found.versions]
     assert [evil] == [h.position for h in radius.held]
     with pytest.raises(InvalidInputError):
-        approve(trusted, evil)
+        ledger.approve(evil)
 
 
-def test_hold_waits_for_an_operator(trusted: Path) -> None:
+def test_hold_waits_for_an_operator(trusted: Path, ledger: Ledger) -> None:
     """Under hold, a non-owner's version is pending; approve makes it current, reject never
     does."""
-    set_conflict_policy(trusted, "schema", "hold", owners=OWNER, scope="project")
+    ledger.set_conflict_policy("schema", "hold", owners=OWNER, scope="project")
     first, second = publish(trusted, "codex", "v2"), publish(trusted, "gemini-cli", "v3")
     assert [("v1", "claude-code")] == current(trusted)
-    approve(trusted, first)
+    ledger.approve(first)
     assert [("v2", "codex")] == current(trusted)
-    reject(trusted, second, reason="not reviewed")
+    ledger.reject(second, reason="not reviewed")
     assert [("v2", "codex")] == current(trusted)
     assert [(first, "approved", "codex"), (second, "rejected", "gemini-cli")] == held(trusted)
 
 
-def test_diff_credits_the_approval_that_made_a_version_current(trusted: Path) -> None:
+def test_diff_credits_the_approval_that_made_a_version_current(
+    trusted: Path, ledger: Ledger
+) -> None:
     """A held version made current by an approval is credited to the approval, not to its
     own publish nor to a later publish the policy held in turn."""
-    set_conflict_policy(trusted, "schema", "hold", scope="project")
+    ledger.set_conflict_policy("schema", "hold", scope="project")
     with SQLiteMemoryStore(trusted) as store:
         start = store.event_log.head().position
         held = kb(store, "codex").publish("schema", "users", "v2", scope="project")
-    approved = approve(trusted, held.position)
+    approved = ledger.approve(held.position)
     with SQLiteMemoryStore(trusted) as store:
         kb(store, "gemini-cli").publish("schema", "users", "v3", scope="project")
         end = store.event_log.head().position
-    [change] = diff(trusted, start, end, tag="schema").changed
+    [change] = ledger.diff(start, end, tag="schema").changed
     assert ("v1", "v2", approved, "fact_approved", "codex") == (
         change.old_value,
         change.new_value,
@@ -170,18 +169,18 @@ def test_diff_credits_the_approval_that_made_a_version_current(trusted: Path) ->
     )
 
 
-def test_an_approval_never_overrides_a_later_version(trusted: Path) -> None:
+def test_an_approval_never_overrides_a_later_version(trusted: Path, ledger: Ledger) -> None:
     """A pending version approved after an owner wrote again stays in history only."""
-    set_conflict_policy(trusted, "schema", "hold", owners=OWNER)
+    ledger.set_conflict_policy("schema", "hold", owners=OWNER)
     pending = publish(trusted, "codex", "v2")
     publish(trusted, "claude-code", "v3")
-    approve(trusted, pending)
+    ledger.approve(pending)
     assert [("v3", "claude-code")] == current(trusted)
 
 
-def test_every_owner_writes_and_last_write_wins_among_them(trusted: Path) -> None:
+def test_every_owner_writes_and_last_write_wins_among_them(trusted: Path, ledger: Ledger) -> None:
     """Several owners overwrite each other by position; a non-owner between them is held."""
-    set_conflict_policy(trusted, "schema", "deny", owners=["gemini-cli", "claude-code"])
+    ledger.set_conflict_policy("schema", "deny", owners=["gemini-cli", "claude-code"])
     publish(trusted, "gemini-cli", "v2")
     evil = publish(trusted, "codex", "evil")
     publish(trusted, "claude-code", "v3")
@@ -189,10 +188,12 @@ def test_every_owner_writes_and_last_write_wins_among_them(trusted: Path) -> Non
     assert [(evil, "denied", "codex")] == held(trusted)
 
 
-def test_an_operators_write_under_no_adapter_counts_as_an_owners(trusted: Path) -> None:
+def test_an_operators_write_under_no_adapter_counts_as_an_owners(
+    trusted: Path, ledger: Ledger
+) -> None:
     """A version written under no adapter (an operator's, trusted by default prompts) becomes
     current under a policy that names no owner at all, and a trusted adapter's does not."""
-    set_conflict_policy(trusted, "schema", "deny", owners=[])
+    ledger.set_conflict_policy("schema", "deny", owners=[])
     late = publish(trusted, "claude-code", "v2")
     publish(trusted, None, "from the operator")
     assert [("from the operator", None)] == current(trusted)
@@ -200,46 +201,46 @@ def test_an_operators_write_under_no_adapter_counts_as_an_owners(trusted: Path) 
 
 
 def test_a_non_owners_version_from_before_the_policy_stays_until_an_owner_writes(
-    db_path: Path,
+    db_path: Path, ledger: Ledger
 ) -> None:
     """A policy applies to versions written after it: codex's version, current when the
     policy is set, stays current (as-of agrees), codex's next is denied, and the owner's next
     replaces it."""
     publish(db_path, "codex", "before")
-    policy = set_conflict_policy(db_path, "schema", "deny", owners=OWNER)
+    policy = ledger.set_conflict_policy("schema", "deny", owners=OWNER)
     assert [("before", "codex")] == current(db_path)
     again = publish(db_path, "codex", "again")
     assert [("before", "codex")] == current(db_path)
     publish(db_path, "claude-code", "after")
     assert [("after", "claude-code")] == current(db_path)
     assert [(again, "denied", "codex")] == held(db_path)
-    with as_of(db_path, position=policy + 1) as view:
+    with ledger.as_of(position=policy + 1) as view:
         then = [f.value for f in CrossTaskKB(view).subscribe("schema", scope="project")]
     assert ["before"] == then
 
 
-def test_allow_lets_every_version_become_current_again(trusted: Path) -> None:
+def test_allow_lets_every_version_become_current_again(trusted: Path, ledger: Ledger) -> None:
     """Setting allow after deny restores last write wins; allow records no owners."""
-    set_conflict_policy(trusted, "schema", "deny", owners=OWNER)
-    allowed = set_conflict_policy(trusted, "schema", "allow")
+    ledger.set_conflict_policy("schema", "deny", owners=OWNER)
+    allowed = ledger.set_conflict_policy("schema", "allow")
     publish(trusted, "codex", "v2")
     assert [("v2", "codex")] == current(trusted)
     assert msgspec.UNSET is policy_event(trusted, allowed).owners
 
 
 def test_the_default_owners_are_the_adapters_trusted_where_the_policy_is_set(
-    trusted: Path, monkeypatch: pytest.MonkeyPatch
+    trusted: Path, monkeypatch: pytest.MonkeyPatch, ledger: Ledger
 ) -> None:
     """The caller's trust policy names the owners, and the event records them: trusting
     another adapter afterwards changes nothing the policy decides."""
     monkeypatch.setenv("FACTLEDGER_TRUST_ADAPTERS", "gemini-cli, claude-code")
-    position = set_conflict_policy(trusted, "schema", "deny")
+    position = ledger.set_conflict_policy("schema", "deny")
     assert ("claude-code", "gemini-cli") == policy_event(trusted, position).owners
     monkeypatch.setenv("FACTLEDGER_TRUST_ADAPTERS", "codex")
     evil = publish(trusted, "codex", "evil")
     assert [(evil, "denied", "codex")] == held(trusted)
     monkeypatch.delenv("FACTLEDGER_TRUST_ADAPTERS")
-    position = set_conflict_policy(trusted, "schema", "hold")
+    position = ledger.set_conflict_policy("schema", "hold")
     assert () == policy_event(trusted, position).owners
 
 
@@ -273,17 +274,17 @@ def test_bad_owners_are_refused_and_nothing_is_written(
 
 
 def test_with_the_trust_policy_off_the_owners_must_be_named(
-    trusted: Path, monkeypatch: pytest.MonkeyPatch
+    trusted: Path, monkeypatch: pytest.MonkeyPatch, ledger: Ledger
 ) -> None:
     """Trust switched off trusts every adapter, which names no owner: refused until owners
     are given."""
     monkeypatch.setenv("FACTLEDGER_TRUST_POLICY", "off")
     before = head(trusted)
     with pytest.raises(InvalidInputError, match="trust policy is switched off"):
-        set_conflict_policy(trusted, "schema", "deny")
+        ledger.set_conflict_policy("schema", "deny")
     assert before == head(trusted)
     assert ("codex",) == policy_owners("deny", ["codex", "codex"])
-    position = set_conflict_policy(trusted, "schema", "deny", owners=["codex"])
+    position = ledger.set_conflict_policy("schema", "deny", owners=["codex"])
     assert ("codex",) == policy_event(trusted, position).owners
 
 
@@ -302,12 +303,14 @@ def test_a_policy_written_before_owners_existed_keeps_the_first_writer_as_owner(
 
 
 @pytest.mark.parametrize("mode", ["deny", "hold"])
-def test_concurrent_writers_leave_the_owner_current(db_path: Path, mode: str) -> None:
+def test_concurrent_writers_leave_the_owner_current(
+    db_path: Path, mode: str, ledger: Ledger
+) -> None:
     """Two adapters racing on one key: whichever commits first, every version of the owner
     is current in turn and every version of the other is held back; the fold agrees with a
     rebuild."""
     start(db_path)
-    set_conflict_policy(db_path, "schema", mode, owners=OWNER)
+    ledger.set_conflict_policy("schema", mode, owners=OWNER)
 
     def write(adapter: str) -> None:
         with SQLiteMemoryStore(db_path) as store:
@@ -319,37 +322,37 @@ def test_concurrent_writers_leave_the_owner_current(db_path: Path, mode: str) ->
         thread.start()
     for thread in threads:
         thread.join()
-    found = history(db_path, tag="schema")
+    found = ledger.history(tag="schema")
     assert ["claude-code"] * 8 == [v.source_adapter for v in found.versions]
     assert [("claude-code-7", "claude-code")] == current(db_path)
     assert {"denied" if mode == "deny" else "pending"} == {h.status for h in found.held}
     assert {"codex"} == {h.source_adapter for h in found.held} and 8 == len(found.held)
-    assert rebuild(db_path).matches
+    assert ledger.rebuild().matches
 
 
 def test_policy_is_signed_once_the_log_has_an_operator(
-    trusted: Path, operator: OperatorKey
+    trusted: Path, operator: OperatorKey, ledger: Ledger
 ) -> None:
     """With an operator, an unsigned policy is refused up front, and one appended around the
     API takes no effect, forged owners and all; a signed one does."""
     with pytest.raises(NotAuthorizedError):
-        set_conflict_policy(trusted, "schema", "deny", owners=OWNER)
+        ledger.set_conflict_policy("schema", "deny", owners=OWNER)
     forged = ConflictPolicySet(tag="schema", on_conflict="deny", owners=("codex",))
     with SQLiteMemoryStore(trusted) as store, store.write_transaction() as tx:
         tx.append([NewEvent(payload=forged)])
     publish(trusted, "gemini-cli", "v2")
     assert [("v2", "gemini-cli")] == current(trusted)
-    set_conflict_policy(trusted, "schema", "deny", owners=OWNER, key=operator)
+    ledger.set_conflict_policy("schema", "deny", owners=OWNER, key=operator)
     publish(trusted, "codex", "v3")
     assert [("v2", "gemini-cli")] == current(trusted)
 
 
 def test_owners_rewritten_under_an_operators_signature_take_no_effect(
-    trusted: Path, operator: OperatorKey
+    trusted: Path, operator: OperatorKey, ledger: Ledger
 ) -> None:
     """A signed policy copied with its owners changed (the signature kept) is refused when
     folded as a bad signature: the adapter that forged it still owns nothing."""
-    signed = set_conflict_policy(trusted, "schema", "deny", owners=OWNER, key=operator)
+    signed = ledger.set_conflict_policy("schema", "deny", owners=OWNER, key=operator)
     original = policy_event(trusted, signed)
     forged = msgspec.structs.replace(original, owners=("codex",))
     with SQLiteMemoryStore(trusted) as store, store.write_transaction() as tx:
@@ -414,7 +417,8 @@ def test_an_untrusted_first_writer_on_postgresql_owns_nothing(pg: PgLog, tmp_pat
     init_postgres(pg.dsn, role_prefix=pg.roles, key=key)
     add_agent(pg.dsn, f"{pg.roles}_codex", "codex", role_prefix=pg.roles)
     operator_cache, agent_cache = tmp_path / "operator.db", tmp_path / "agent.db"
-    set_conflict_policy(pg.dsn, "schema", "hold", owners=OWNER, key=key, cache=operator_cache)
+    with Ledger.open(pg.dsn, cache=operator_cache, read_only=False) as ledger:
+        ledger.set_conflict_policy("schema", "hold", owners=OWNER, key=key)
     agent_log = pg.as_role(f"{pg.roles}_codex")
     with SQLiteMemoryStore(agent_cache, log=agent_log, source_adapter="codex") as store:
         poison = kb(store, None).publish("schema", "users", "POISON", scope="project").position
@@ -424,7 +428,8 @@ def test_an_untrusted_first_writer_on_postgresql_owns_nothing(pg: PgLog, tmp_pat
         with SQLiteMemoryStore(cache, log=log) as store:
             found = kb(store, "x").subscribe("schema", scope="project")
             assert [("v1", "claude-code")] == [(f.value, f.source_adapter) for f in found]
+    with Ledger.open(pg.dsn, cache=operator_cache) as ledger:
+        held_now = ledger.history(tag="schema").held
     assert [(poison, "pending", "codex")] == [
-        (h.position, h.status, h.source_adapter)
-        for h in history(pg.dsn, tag="schema", cache=operator_cache).held
+        (h.position, h.status, h.source_adapter) for h in held_now
     ]

@@ -14,9 +14,7 @@ from projections import (
     load_persistent_memory,
     recall_memory,
 )
-from replay import Actor, approve, reject, set_conflict_policy
-from replay.forensics import blast_radius
-from replay.quarantine import quarantine
+from replay import Actor, Ledger
 
 
 @pytest.fixture
@@ -44,9 +42,9 @@ def incident(db_path: Path) -> Path:
     return db_path
 
 
-def test_blast_radius_of_a_poisoning_adapter(incident: Path) -> None:
+def test_blast_radius_of_a_poisoning_adapter(incident: Path, ledger: Ledger) -> None:
     """Every section names the right positions for the suspect adapter."""
-    report = blast_radius(incident, source_adapter="evil")
+    report = ledger.blast_radius(source_adapter="evil")
     assert [3, 4, 5] == [e.position for e in report.events]
     assert ["fact project/api/users", "fact project/api/orders"] == [
         e.subject for e in report.events[:2]
@@ -67,25 +65,25 @@ def test_blast_radius_of_a_poisoning_adapter(incident: Path) -> None:
     }
 
 
-def test_selectors_and_since_narrow_the_suspect(incident: Path) -> None:
+def test_selectors_and_since_narrow_the_suspect(incident: Path, ledger: Ledger) -> None:
     """Producer, positions and since_position each narrow which events count."""
-    assert [3, 4] == [
-        e.position for e in blast_radius(incident, producer_task_id="intruder-7").events
-    ]
-    assert [4] == [e.position for e in blast_radius(incident, positions=[4]).events]
+    assert [3, 4] == [e.position for e in ledger.blast_radius(producer_task_id="intruder-7").events]
+    assert [4] == [e.position for e in ledger.blast_radius(positions=[4]).events]
     assert [4, 5] == [
-        e.position for e in blast_radius(incident, source_adapter="evil", since_position=3).events
+        e.position for e in ledger.blast_radius(source_adapter="evil", since_position=3).events
     ]
 
 
-def test_after_quarantine_nothing_is_live_and_new_prompts_are_shielded(incident: Path) -> None:
+def test_after_quarantine_nothing_is_live_and_new_prompts_are_shielded(
+    incident: Path, ledger: Ledger
+) -> None:
     """Quarantine empties the live sections; prompts built afterwards record the shield."""
-    quarantine(incident, source_adapter="evil", reason="poisoned")
+    ledger.quarantine(source_adapter="evil", reason="poisoned")
     with SQLiteMemoryStore(incident) as store:
         load_persistent_memory(
             store, ["api"], trust_policy=MemoryTrustPolicy(enabled=False), task_id="late-1"
         )
-    report = blast_radius(incident, source_adapter="evil")
+    report = ledger.blast_radius(source_adapter="evil")
     assert ([], []) == (report.live_facts, report.live_entries)
     assert {(3, "quarantined"), (5, "quarantined")} == {
         (x.event_position, x.reason) for x in report.shielded if x.task_id == "late-1"
@@ -93,23 +91,25 @@ def test_after_quarantine_nothing_is_live_and_new_prompts_are_shielded(incident:
     assert [7, 7] == [x.receipt_position for x in report.exposed]
 
 
-def test_a_selector_is_required(incident: Path) -> None:
+def test_a_selector_is_required(incident: Path, ledger: Ledger) -> None:
     """Without a selector there is no suspect: a clear error."""
     with pytest.raises(InvalidInputError, match="needs a selector"):
-        blast_radius(incident)
+        ledger.blast_radius()
     with pytest.raises(InvalidInputError, match="needs a selector"):
-        blast_radius(incident, since_position=3)
+        ledger.blast_radius(since_position=3)
 
 
-def test_blast_radius_of_an_adapter_lists_the_receipts_it_wrote(incident: Path) -> None:
+def test_blast_radius_of_an_adapter_lists_the_receipts_it_wrote(
+    incident: Path, ledger: Ledger
+) -> None:
     """An adapter's reads are listed in `receipts` (not `events`), each with the reader it
     named, what it included, and whether later writes can be derived through it."""
     with SQLiteMemoryStore(incident) as store:
         forged = recall_memory(
             store, ["api"], task_id="backend-1", run_id="r", adapter="evil"
         ).receipt_position
-    codex = blast_radius(incident, source_adapter="codex")
-    evil = blast_radius(incident, source_adapter="evil")
+    codex = ledger.blast_radius(source_adapter="codex")
+    evil = ledger.blast_radius(source_adapter="evil")
     assert ([], [(7, "backend-1", "r", "codex", (6, 5, 3), True)]) == (
         codex.events,
         [(r.position, r.task_id, r.run_id, r.adapter, r.included, r.links) for r in codex.receipts],
@@ -118,24 +118,24 @@ def test_blast_radius_of_an_adapter_lists_the_receipts_it_wrote(incident: Path) 
         (r.position, r.source_adapter, r.task_id) for r in evil.receipts
     ]
     assert [3, 4, 5] == [e.position for e in evil.events]
-    assert [8] == [
-        r.position for r in blast_radius(incident, producer_task_id="frontend-1").receipts
-    ]
+    assert [8] == [r.position for r in ledger.blast_radius(producer_task_id="frontend-1").receipts]
 
 
-def test_blast_radius_by_producer_lists_policies_approvals_and_rejections(db_path: Path) -> None:
+def test_blast_radius_by_producer_lists_policies_approvals_and_rejections(
+    db_path: Path, ledger: Ledger
+) -> None:
     """Every kind an actor can write is listed as what it did, with a subject: a conflict
     policy, and the approval and rejection of held versions among them."""
     ops = Actor(producer_task_id="ops-1", run_id="shift-2")
-    policy = set_conflict_policy(db_path, "api", "hold", scope="project", actor=ops)
+    policy = ledger.set_conflict_policy("api", "hold", scope="project", actor=ops)
     with SQLiteMemoryStore(db_path) as store:
         researcher = CrossTaskKB(store, producer_task_id="r-1", source_adapter="claude-code")
         other = CrossTaskKB(store, producer_task_id="c-1", source_adapter="codex")
         researcher.publish("api", "users", "v1", scope="project")
         held = [other.publish("api", "users", v, scope="project").position for v in ("a", "b")]
-    approved = approve(db_path, held[0], actor=ops)
-    rejected = reject(db_path, held[1], reason="wrong", actor=ops)
-    radius = blast_radius(db_path, producer_task_id="ops-1")
+    approved = ledger.approve(held[0], actor=ops)
+    rejected = ledger.reject(held[1], reason="wrong", actor=ops)
+    radius = ledger.blast_radius(producer_task_id="ops-1")
     assert [
         (policy, "conflict_policy_set", "conflict policy hold for tag api in project"),
         (approved, "fact_approved", f"approval of the held version at {held[0]}"),

@@ -13,7 +13,7 @@ import pytest
 from eventlog import NewEvent, RecallRecorded, content_hash, open_log
 from projections import MemoryTrustPolicy, SQLiteMemoryStore, recall_memory
 from projections.taint import TAINTED, taint
-from replay import blast_radius, lineage, quarantine
+from replay import Ledger
 
 CODEX = MemoryTrustPolicy(trusted_adapters=frozenset({"codex"}))
 """A reviewer trusting only codex."""
@@ -89,7 +89,7 @@ def tainted(db_path: Path, position: int) -> dict[int, int]:
 
 
 def test_a_receipt_forged_for_another_task_under_another_adapter_taints_nothing_of_it(
-    db_path: Path,
+    db_path: Path, ledger: Ledger
 ) -> None:
     """The issue's reproduction: a process setting backend-7's task id under its own adapter
     records a receipt of its poison; backend-7's later honest codex write is not tainted,
@@ -109,18 +109,18 @@ def test_a_receipt_forged_for_another_task_under_another_adapter_taints_nothing_
     honest = honest_write(db_path)
     with SQLiteMemoryStore(db_path) as store:
         before = recall_memory(store, ["backend"], trust_policy=CODEX, task_id="reviewer-1")
-    radius = blast_radius(db_path, source_adapter="evil-cli")
-    quarantine(db_path, source_adapter="evil-cli", reason="forger")
+    radius = ledger.blast_radius(source_adapter="evil-cli")
+    ledger.quarantine(source_adapter="evil-cli", reason="forger")
     with SQLiteMemoryStore(db_path) as store:
         after = recall_memory(store, ["backend"], trust_policy=CODEX, task_id="reviewer-1")
-    assert ({}, []) == (tainted(db_path, honest), lineage(db_path, honest).ancestors)
+    assert ({}, []) == (tainted(db_path, honest), ledger.lineage(honest).ancestors)
     assert honest in before.included and honest in after.included
     assert TAINTED not in {x.reason for x in (*before.excluded, *after.excluded)}
     assert [] == radius.descendants
     assert [(forged.receipt_position, "evil-cli", "backend-7", True)] == [
         (r.position, r.source_adapter, r.task_id, r.links) for r in radius.receipts
     ]
-    assert [] == blast_radius(db_path, source_adapter="codex").receipts
+    assert [] == ledger.blast_radius(source_adapter="codex").receipts
 
 
 def test_a_receipt_under_no_adapter_taints_no_adapter_s_writes(db_path: Path) -> None:
@@ -140,7 +140,7 @@ def test_a_receipt_under_no_adapter_taints_no_adapter_s_writes(db_path: Path) ->
     [("evil-cli", "codex"), (None, "codex"), ("codex", None), ("codex", "evil-cli")],
 )
 def test_a_receipt_whose_payload_names_another_adapter_links_nothing(
-    db_path: Path, envelope: str | None, named: str | None
+    db_path: Path, envelope: str | None, named: str | None, ledger: Ledger
 ) -> None:
     """A receipt whose payload adapter disagrees with the adapter that appended it links no
     write: not backend-7's under either adapter; blast-radius says it links nothing."""
@@ -149,11 +149,13 @@ def test_a_receipt_whose_payload_names_another_adapter_links_nothing(
     writes = [honest_write(db_path, adapter=a) for a in ("codex", "evil-cli", None)]
     with SQLiteMemoryStore(db_path) as store, store.snapshot() as snap:
         assert {} == taint(snap, writes, CODEX)
-    radius = blast_radius(db_path, positions=[forged])
+    radius = ledger.blast_radius(positions=[forged])
     assert [(forged, False)] == [(r.position, r.links) for r in radius.receipts]
 
 
-def test_a_reader_s_own_receipt_still_taints_its_later_writes(db_path: Path) -> None:
+def test_a_reader_s_own_receipt_still_taints_its_later_writes(
+    db_path: Path, ledger: Ledger
+) -> None:
     """The honest case holds: backend-7 under codex recalls the poison, and its later codex
     write in that run is tainted by it, and listed as a descendant of the poison; its write
     in another run is not."""
@@ -171,7 +173,7 @@ def test_a_reader_s_own_receipt_still_taints_its_later_writes(db_path: Path) -> 
     other_run = honest_write(db_path, run_id="r2")
     assert {linked: poison} == tainted(db_path, linked)
     assert {} == tainted(db_path, other_run)
-    descendants = blast_radius(db_path, source_adapter="evil-cli").descendants
+    descendants = ledger.blast_radius(source_adapter="evil-cli").descendants
     assert [[linked]] == [[d.position for d in level] for level in descendants]
 
 
@@ -192,13 +194,15 @@ def test_receipts_written_before_readers_had_adapters_link_only_untagged_writes(
         assert {untagged: poison} == taint(snap, [untagged, codex, frontend], CODEX)
 
 
-def test_positions_a_receipt_names_past_itself_are_no_sources(db_path: Path) -> None:
+def test_positions_a_receipt_names_past_itself_are_no_sources(
+    db_path: Path, ledger: Ledger
+) -> None:
     """A forged receipt naming positions not before it (0, itself, later ones) exposes its
     reader to none of them: a later write by that reader has no ancestors."""
     poisoned(db_path)
     receipt(db_path, (0, 3, 4, 40), envelope="codex", named="codex")
     later = honest_write(db_path)
-    assert [] == lineage(db_path, later).ancestors
+    assert [] == ledger.lineage(later).ancestors
 
 
 def test_a_read_model_of_the_first_lineage_version_is_rebuilt(db_path: Path) -> None:

@@ -22,7 +22,7 @@ from eventlog import (  # noqa: E402
 from eventlog.postgres import PostgresEventLog, add_agent  # noqa: E402
 from projections import MemoryTrustPolicy, SQLiteMemoryStore, recall_memory  # noqa: E402
 from projections.taint import taint  # noqa: E402
-from replay import blast_radius, generate_key, init_postgres, lineage  # noqa: E402
+from replay import Ledger, generate_key, init_postgres  # noqa: E402
 from tests.postgres import PgLog  # noqa: E402
 
 CODEX = MemoryTrustPolicy(trusted_adapters=frozenset({"codex"}))
@@ -97,10 +97,12 @@ def test_a_bound_forger_cannot_taint_another_adapter_s_task(
         with host.snapshot() as snap:
             tainted = taint(snap, [honest.position, linked.position], CODEX)
         prompt = recall_memory(host, ["backend"], trust_policy=CODEX, task_id="reviewer-1")
-    radius = blast_radius(pg.dsn, source_adapter="gemini-cli", cache=cache)
+    with Ledger.open(pg.dsn, cache=cache) as ledger:
+        radius = ledger.blast_radius(source_adapter="gemini-cli")
+        ancestors = ledger.lineage(honest.position).ancestors
     assert {linked.position: poison.position} == tainted
     assert honest.position in prompt.included
-    assert [] == lineage(pg.dsn, honest.position, cache=cache).ancestors
+    assert [] == ancestors
     assert [(forged[0].position, True), (forged[1].position, False)] == [
         (r.position, r.links) for r in radius.receipts
     ]

@@ -22,8 +22,8 @@ from eventlog import (
     open_log,
 )
 from projections import CrossTaskKB, SQLiteMemoryStore
+from replay import FactChange, Ledger, blame, diff, history
 from replay.cli.output import to_json, to_text
-from replay.history import FactChange, blame, diff, history
 from tests.conftest import Clock
 
 StoreFactory = Callable[..., SQLiteMemoryStore]
@@ -66,10 +66,10 @@ def scripted(store: SQLiteMemoryStore) -> SQLiteMemoryStore:
 
 
 def test_history_lists_every_version_with_provenance(
-    db_path: Path, scripted: SQLiteMemoryStore
+    scripted: SQLiteMemoryStore, ledger: Ledger
 ) -> None:
     """Each version carries its event's id, time, producer, adapter, hash and what it replaced."""
-    report = history(db_path, scope="project", tag="api", key="base_url")
+    report = ledger.history(scope="project", tag="api", key="base_url")
     logged = events(scripted)
     assert 8 == report.at_position
     assert [
@@ -97,31 +97,29 @@ def test_history_lists_every_version_with_provenance(
         )
 
 
-def test_history_marks_quarantined_versions(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_history_marks_quarantined_versions(store: SQLiteMemoryStore, ledger: Ledger) -> None:
     """Under an active quarantine the covered versions say so, and the fallback is current."""
     script(store)
     quarantine = QuarantineApplied(reason="again", match_source_adapter="codex")
     store._append([NewEvent(payload=quarantine)])
-    statuses = [
-        (v.position, v.status) for v in history(db_path, tag="api", key="base_url").versions
-    ]
+    statuses = [(v.position, v.status) for v in ledger.history(tag="api", key="base_url").versions]
     assert [(1, "current"), (2, "quarantined"), (5, "quarantined")] == statuses
 
 
-def test_history_filters_combine(db_path: Path, scripted: SQLiteMemoryStore) -> None:
+def test_history_filters_combine(scripted: SQLiteMemoryStore, ledger: Ledger) -> None:
     """No filter lists every version in log order; filters narrow by scope, tag, key and run."""
-    assert [1, 2, 3, 5, 7] == [v.position for v in history(db_path).versions]
-    assert [3] == [v.position for v in history(db_path, scope="run").versions]
-    assert [7] == [v.position for v in history(db_path, tag="db").versions]
-    assert [1, 3, 7] == [v.position for v in history(db_path, run_id="run-1").versions]
-    assert [] == history(db_path, tag="api", key="missing").versions
+    assert [1, 2, 3, 5, 7] == [v.position for v in ledger.history().versions]
+    assert [3] == [v.position for v in ledger.history(scope="run").versions]
+    assert [7] == [v.position for v in ledger.history(tag="db").versions]
+    assert [1, 3, 7] == [v.position for v in ledger.history(run_id="run-1").versions]
+    assert [] == ledger.history(tag="api", key="missing").versions
 
 
 def test_blame_names_the_event_that_set_each_current_fact(
-    db_path: Path, scripted: SQLiteMemoryStore
+    scripted: SQLiteMemoryStore, ledger: Ledger
 ) -> None:
     """For each current fact: its event, producer, adapter, time and versions before it."""
-    report = blame(db_path)
+    report = ledger.blame()
     logged = events(scripted)
     assert [
         ("project", None, "api", "base_url", "v3", 5, "task-b", "codex", 2),
@@ -144,9 +142,9 @@ def test_blame_names_the_event_that_set_each_current_fact(
     assert [(logged[p].event_id, logged[p].ts_ns) for p in (5, 7, 3)] == [
         (line.event_id, line.ts_ns) for line in report.facts
     ]
-    assert ["timeout"] == [line.key for line in blame(db_path, scope="run").facts]
-    assert ["url"] == [line.key for line in blame(db_path, tag="db").facts]
-    assert ["base_url"] == [line.key for line in blame(db_path, run_id="run-2").facts]
+    assert ["timeout"] == [line.key for line in ledger.blame(scope="run").facts]
+    assert ["url"] == [line.key for line in ledger.blame(tag="db").facts]
+    assert ["base_url"] == [line.key for line in ledger.blame(run_id="run-2").facts]
 
 
 def test_blame_over_a_read_model_naming_no_event_says_which_position(
@@ -171,11 +169,11 @@ def changes(report_changes: list[FactChange]) -> list[tuple[Any, ...]]:
 
 
 def test_diff_from_the_start_adds_every_current_fact(
-    db_path: Path, scripted: SQLiteMemoryStore
+    scripted: SQLiteMemoryStore, ledger: Ledger
 ) -> None:
     """From position 0, every fact current at the end is added, credited to the last event
     that made its version current (for base_url, the release that restored v3)."""
-    report = diff(db_path, 0, 8)
+    report = ledger.diff(0, 8)
     assert [
         ("api", "base_url", None, "v3", None, 5, 8),
         ("db", "url", None, "pg", None, 7, 7),
@@ -185,33 +183,33 @@ def test_diff_from_the_start_adds_every_current_fact(
 
 
 def test_diff_credits_a_quarantine_and_its_release(
-    db_path: Path, scripted: SQLiteMemoryStore
+    scripted: SQLiteMemoryStore, ledger: Ledger
 ) -> None:
     """A quarantine moving a fact back to an older version, and its release, are the causes."""
-    quarantined = diff(db_path, 5, 6)
+    quarantined = ledger.diff(5, 6)
     assert [("api", "base_url", "v3", "v1", 5, 1, 6)] == changes(quarantined.changed)
     assert ("quarantine_applied", "responder") == (
         quarantined.changed[0].by_kind,
         quarantined.changed[0].by_producer_task_id,
     )
-    released = diff(db_path, 6, 8)
+    released = ledger.diff(6, 8)
     assert [("api", "base_url", "v1", "v3", 1, 5, 8)] == changes(released.changed)
     assert [("db", "url", None, "pg", None, 7, 7)] == changes(released.added)
     assert "quarantine_released" == released.changed[0].by_kind
 
 
-def test_diff_ignores_changes_that_cancel_out(db_path: Path, scripted: SQLiteMemoryStore) -> None:
+def test_diff_ignores_changes_that_cancel_out(scripted: SQLiteMemoryStore, ledger: Ledger) -> None:
     """A fact that ends where it began is not in the diff, whatever happened in between."""
-    report = diff(db_path, 5, 8)
+    report = ledger.diff(5, 8)
     assert [] == report.changed
     assert ["url"] == [c.key for c in report.added]
 
 
 def test_diff_credits_a_publish_with_its_provenance(
-    db_path: Path, scripted: SQLiteMemoryStore
+    scripted: SQLiteMemoryStore, ledger: Ledger
 ) -> None:
     """A changed value names the publishing event's id, producer, adapter and time."""
-    (change,) = diff(db_path, 1, 2).changed
+    (change,) = ledger.diff(1, 2).changed
     record = events(scripted)[2]
     assert (2, record.event_id, "fact_published", "task-b", "codex", record.ts_ns) == (
         change.by_position,
@@ -223,27 +221,29 @@ def test_diff_credits_a_publish_with_its_provenance(
     )
 
 
-def test_diff_reports_a_fact_removed_by_quarantine(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_diff_reports_a_fact_removed_by_quarantine(
+    store: SQLiteMemoryStore, ledger: Ledger
+) -> None:
     """A fact whose every version is quarantined is removed, credited to the quarantine."""
     kb = CrossTaskKB(store, producer_task_id="suspect")
     kb.publish("api", "only", "x", scope="project")
     store._append(
         [NewEvent(payload=QuarantineApplied(reason="r", match_producer_task_id="suspect"))]
     )
-    report = diff(db_path, 1, 2)
+    report = ledger.diff(1, 2)
     assert [("api", "only", "x", None, 1, None, 2)] == changes(report.removed)
     assert "removed" == report.removed[0].change
 
 
-def test_diff_filters_by_tag(db_path: Path, scripted: SQLiteMemoryStore) -> None:
+def test_diff_filters_by_tag(scripted: SQLiteMemoryStore, ledger: Ledger) -> None:
     """With a tag, only facts under that exact tag are compared."""
-    report = diff(db_path, 0, 8, tag="db")
+    report = ledger.diff(0, 8, tag="db")
     assert ["url"] == [c.key for c in report.added]
     assert "db" == report.tag
 
 
 def test_history_folds_the_log_when_the_read_model_is_behind(
-    db_path: Path, scripted: SQLiteMemoryStore
+    db_path: Path, scripted: SQLiteMemoryStore, ledger: Ledger
 ) -> None:
     """A version appended without projection still appears: the log is the truth."""
     bare = open_log(db_path)
@@ -254,59 +254,59 @@ def test_history_folds_the_log_when_the_read_model_is_behind(
         )
     )
     bare.close()
-    versions = history(db_path, tag="api", key="base_url").versions
+    versions = ledger.history(tag="api", key="base_url").versions
     assert [(5, "superseded"), (9, "current")] == [(v.position, v.status) for v in versions][-2:]
-    assert [9] == [line.position for line in blame(db_path, tag="api", scope="project").facts]
+    assert [9] == [line.position for line in ledger.blame(tag="api", scope="project").facts]
 
 
-def test_history_is_read_only(db_path: Path, scripted: SQLiteMemoryStore) -> None:
+def test_history_is_read_only(scripted: SQLiteMemoryStore, ledger: Ledger) -> None:
     """Reading history, blame and diff appends nothing."""
     head = scripted.event_log.head()
-    history(db_path)
-    blame(db_path)
-    diff(db_path, 0, 8)
+    ledger.history()
+    ledger.blame()
+    ledger.diff(0, 8)
     assert head == scripted.event_log.head()
 
 
-def test_reports_render_as_json_and_text(db_path: Path, scripted: SQLiteMemoryStore) -> None:
+def test_reports_render_as_json_and_text(scripted: SQLiteMemoryStore, ledger: Ledger) -> None:
     """Every report renders with the shared JSON and text renderers."""
-    for report in (history(db_path), blame(db_path), diff(db_path, 0, 8)):
+    for report in (ledger.history(), ledger.blame(), ledger.diff(0, 8)):
         assert to_json(report).startswith("{")
         assert "base_url" in to_text(report)
 
 
 def test_ts_ns_is_reported_not_used_for_order(
-    db_path: Path, store: SQLiteMemoryStore, clock: Clock
+    store: SQLiteMemoryStore, clock: Clock, ledger: Ledger
 ) -> None:
     """A version stamped earlier but written later is still the newer version."""
     kb = CrossTaskKB(store, clock_ns=clock)
     kb.publish("api", "k", "first", scope="project")
     clock.advance(-60)
     kb.publish("api", "k", "second", scope="project")
-    (line,) = blame(db_path).facts
+    (line,) = ledger.blame().facts
     assert ("second", clock.now_ns) == (line.value, line.ts_ns)
 
 
 @pytest.mark.parametrize(
     ("call", "error"),
     [
-        (lambda p: diff(p, 5, 2), InvalidInputError),
-        (lambda p: diff(p, 0, 9), InvalidInputError),
-        (lambda p: diff(p, -1, 2), InvalidInputError),
-        (lambda p: diff(p, 0, "8"), InvalidTypeError),  # type: ignore[arg-type]
-        (lambda p: diff(p, 0, 8, tag="a,b"), InvalidInputError),
-        (lambda p: history(p, scope="global"), InvalidInputError),
-        (lambda p: history(p, tag=""), InvalidInputError),
-        (lambda p: history(p, key=3), InvalidTypeError),  # type: ignore[arg-type]
-        (lambda p: blame(p, run_id=" padded "), InvalidInputError),
+        (lambda ledger: ledger.diff(5, 2), InvalidInputError),
+        (lambda ledger: ledger.diff(0, 9), InvalidInputError),
+        (lambda ledger: ledger.diff(-1, 2), InvalidInputError),
+        (lambda ledger: ledger.diff(0, "8"), InvalidTypeError),  # type: ignore[arg-type]
+        (lambda ledger: ledger.diff(0, 8, tag="a,b"), InvalidInputError),
+        (lambda ledger: ledger.history(scope="global"), InvalidInputError),
+        (lambda ledger: ledger.history(tag=""), InvalidInputError),
+        (lambda ledger: ledger.history(key=3), InvalidTypeError),  # type: ignore[arg-type]
+        (lambda ledger: ledger.blame(run_id=" padded "), InvalidInputError),
     ],
 )
 def test_bad_arguments_are_refused(
-    db_path: Path, scripted: SQLiteMemoryStore, call: Callable[[Path], object], error: type
+    scripted: SQLiteMemoryStore, ledger: Ledger, call: Callable[[Ledger], object], error: type
 ) -> None:
     """Bad positions, tags, scopes, keys and run ids raise the package's errors."""
     with pytest.raises(error):
-        call(db_path)
+        call(ledger)
 
 
 @pytest.mark.parametrize(
@@ -317,7 +317,8 @@ def test_bad_arguments_are_refused(
 def test_missing_database_is_a_storage_error(
     tmp_path: Path, call: Callable[[Path], object]
 ) -> None:
-    """Audit reads never create a database."""
+    """Audit reads (here the one-call functions, each opening a read-only `Ledger`) never
+    create a database."""
     with pytest.raises(StorageError):
         call(tmp_path / "missing.db")
     assert [] == list(tmp_path.iterdir())

@@ -9,19 +9,19 @@ import pytest
 
 from eventlog import InvalidInputError
 from projections import SQLiteMemoryStore
-from replay import lineage
+from replay import Ledger
 from replay.cli import main
 from tests.replay.spread import three_hops
 
 
-def test_lineage_lists_ancestors_and_descendants_by_level(db_path: Path) -> None:
+def test_lineage_lists_ancestors_and_descendants_by_level(db_path: Path, ledger: Ledger) -> None:
     """lineage() walks up and down the graph, level by level, bounded by depth."""
     poison, summary = three_hops(db_path)
     with SQLiteMemoryStore(db_path) as store:
         third = store.add("learning", "from the summary", [], derived_from=[summary])
-    graph = lineage(db_path, poison)
-    bounded = lineage(db_path, poison, depth=1)
-    up = lineage(db_path, third, direction="up")
+    graph = ledger.lineage(poison)
+    bounded = ledger.lineage(poison, depth=1)
+    up = ledger.lineage(third, direction="up")
     assert [[summary], [third]] == [[n.position for n in level] for level in graph.descendants]
     assert [[summary]] == [[n.position for n in level] for level in bounded.descendants]
     assert [[summary], [1, poison]] == [[n.position for n in level] for level in up.ancestors]

@@ -41,19 +41,15 @@ from projections import (
 )
 from replay import (
     Actor,
+    Ledger,
     NotAuthorizedError,
     OperatorKey,
     add_operator,
-    as_of,
-    blast_radius,
     generate_key,
     history,
     init_log,
-    list_operators,
     quarantine,
     read_operator_key,
-    rebuild,
-    release,
     remove_operator,
 )
 from replay.operators import OPEN
@@ -147,37 +143,39 @@ def registered(db_path: Path, key: OperatorKey) -> int:
 # -- the open log: today's behaviour, and it says so -------------------------------------------
 
 
-def test_a_log_without_operators_is_open_and_says_so(poisoned: Path) -> None:
+def test_a_log_without_operators_is_open_and_says_so(poisoned: Path, ledger: Ledger) -> None:
     """With no operator key, quarantine and release work unsigned, as before, and
     list_operators says any local user can act as operator."""
-    listed = list_operators(poisoned)
+    listed = ledger.operators()
     assert (False, OPEN, []) == (listed.enforced, listed.note, listed.operators)
     assert "any local user can act as operator until one is added" in OPEN
-    held = quarantine(poisoned, source_adapter="evil-cli", reason="poison")
+    held = ledger.quarantine(source_adapter="evil-cli", reason="poison")
     assert HIDDEN == poison_reaches_readers(poisoned)
-    release(poisoned, held, reason="false alarm")
+    ledger.release(held, reason="false alarm")
     assert SHOWN == poison_reaches_readers(poisoned)
 
 
-def test_a_key_given_to_an_open_log_is_refused(poisoned: Path, keys: Keys) -> None:
+def test_a_key_given_to_an_open_log_is_refused(poisoned: Path, keys: Keys, ledger: Ledger) -> None:
     """A key no log registered signs nothing: refused up front, nothing written."""
     before = head(poisoned)
     with pytest.raises(NotAuthorizedError, match="not an operator key of this log"):
-        quarantine(poisoned, source_adapter="evil-cli", reason="poison", key=keys("stray"))
+        ledger.quarantine(source_adapter="evil-cli", reason="poison", key=keys("stray"))
     assert before == head(poisoned)
 
 
 # -- registering operators ---------------------------------------------------------------------
 
 
-def test_the_first_operator_signs_its_own_registration(poisoned: Path, keys: Keys) -> None:
+def test_the_first_operator_signs_its_own_registration(
+    poisoned: Path, keys: Keys, ledger: Ledger
+) -> None:
     """The first key is added with its own private key; with another key it is refused."""
     before = head(poisoned)
     with pytest.raises(NotAuthorizedError, match="signs its own registration"):
-        add_operator(poisoned, keys("alice").public, key=keys("bob"))
+        ledger.add_operator(keys("alice").public, key=keys("bob"))
     assert before == head(poisoned)
     position = registered(poisoned, keys("alice"))
-    [alice] = list_operators(poisoned).operators
+    [alice] = ledger.operators().operators
     assert (alice.key_id, alice.added_position, alice.added_by_key) == (
         keys("alice").key_id,
         position,
@@ -187,15 +185,17 @@ def test_the_first_operator_signs_its_own_registration(poisoned: Path, keys: Key
     assert keys("alice").public.verifier_key == alice.public_key
 
 
-def test_later_operators_are_added_by_an_operator(poisoned: Path, keys: Keys) -> None:
+def test_later_operators_are_added_by_an_operator(
+    poisoned: Path, keys: Keys, ledger: Ledger
+) -> None:
     """Once a log has an operator, a new key is added by an operator key, not by itself."""
     registered(poisoned, keys("alice"))
     before = head(poisoned)
     with pytest.raises(NotAuthorizedError, match="not an operator key"):
-        add_operator(poisoned, keys("bob").public, key=keys("bob"))
+        ledger.add_operator(keys("bob").public, key=keys("bob"))
     assert before == head(poisoned)
-    add_operator(poisoned, keys("bob").public, key=keys("alice"))
-    listed = list_operators(poisoned)
+    ledger.add_operator(keys("bob").public, key=keys("alice"))
+    listed = ledger.operators()
     assert [keys("alice").key_id] * 2 == [o.added_by_key for o in listed.operators]
     assert listed.enforced
 
@@ -211,18 +211,18 @@ def test_an_operator_cannot_be_added_twice(poisoned: Path, keys: Keys) -> None:
 
 
 def test_operator_actions_without_a_key_are_refused_and_write_nothing(
-    poisoned: Path, keys: Keys
+    poisoned: Path, keys: Keys, ledger: Ledger
 ) -> None:
     """Quarantine, release and operator changes without a key, or with a key that is not
     registered, raise NotAuthorizedError and leave the log as it was."""
     registered(poisoned, keys("alice"))
-    held = quarantine(poisoned, source_adapter="evil-cli", reason="poison", key=keys("alice"))
+    held = ledger.quarantine(source_adapter="evil-cli", reason="poison", key=keys("alice"))
     before = head(poisoned)
     attempts: list[Callable[[], object]] = [
-        lambda: quarantine(poisoned, positions=[1], reason="deny the schema"),
-        lambda: release(poisoned, held, reason="let it out"),
-        lambda: release(poisoned, held, reason="let it out", key=keys("mallory")),
-        lambda: add_operator(poisoned, keys("mallory").public, key=keys("mallory")),
+        lambda: ledger.quarantine(positions=[1], reason="deny the schema"),
+        lambda: ledger.release(held, reason="let it out"),
+        lambda: ledger.release(held, reason="let it out", key=keys("mallory")),
+        lambda: ledger.add_operator(keys("mallory").public, key=keys("mallory")),
     ]
     for attempt in attempts:
         with pytest.raises(NotAuthorizedError):
@@ -231,13 +231,15 @@ def test_operator_actions_without_a_key_are_refused_and_write_nothing(
     assert HIDDEN == poison_reaches_readers(poisoned)
 
 
-def test_a_signed_quarantine_and_release_name_their_actor(poisoned: Path, keys: Keys) -> None:
+def test_a_signed_quarantine_and_release_name_their_actor(
+    poisoned: Path, keys: Keys, ledger: Ledger
+) -> None:
     """Signed actions carry the actor's producer, run and adapter, and the key's id."""
     registered(poisoned, keys("alice"))
     held = quarantine(
         poisoned, source_adapter="evil-cli", reason="poison", actor=RESPONDER, key=keys("alice")
     )
-    freed = release(poisoned, held, reason="done", actor=RESPONDER, key=keys("alice"))
+    freed = ledger.release(held, reason="done", actor=RESPONDER, key=keys("alice"))
     for position in (held, freed):
         event = event_at(poisoned, position)
         auth = event.payload.authorization  # type: ignore[union-attr]
@@ -260,7 +262,7 @@ def quarantined_with_operator(db_path: Path, keys: Keys) -> int:
 
 
 def test_an_unsigned_release_appended_through_eventlog_has_no_effect(
-    poisoned: Path, keys: Keys
+    poisoned: Path, keys: Keys, ledger: Ledger
 ) -> None:
     """An unsigned release written straight into the log keeps the quarantined poison out of
     every reader: the live read model, a rebuild, time travel after it, and a prompt that
@@ -275,26 +277,28 @@ def test_an_unsigned_release_appended_through_eventlog_has_no_effect(
         ),
     ).position
     assert HIDDEN == poison_reaches_readers(poisoned)
-    report = rebuild(poisoned)
+    report = ledger.rebuild()
     assert report.matches
-    rebuild(poisoned, swap=True)
+    ledger.rebuild(swap=True)
     assert HIDDEN == poison_reaches_readers(poisoned)
-    with as_of(poisoned, position=forged) as then:
+    with ledger.as_of(position=forged) as then:
         assert POISON not in [e.content for e in then.list()]
-    [action] = [a for a in history(poisoned, tag="api-schema").actions if a.position == forged]
+    [action] = [a for a in ledger.history(tag="api-schema").actions if a.position == forged]
     assert (False, "unsigned", held, (2,)) == (
         action.authorized,
         action.unauthorized_reason,
         action.quarantine_position,
         action.covers,
     )
-    radius = blast_radius(poisoned, producer_task_id="intruder-9")
+    radius = ledger.blast_radius(producer_task_id="intruder-9")
     assert [(2, None), (forged, "unsigned")] == [
         (e.position, e.unauthorized) for e in radius.events
     ]
 
 
-def test_a_release_signed_by_an_unregistered_key_does_nothing(poisoned: Path, keys: Keys) -> None:
+def test_a_release_signed_by_an_unregistered_key_does_nothing(
+    poisoned: Path, keys: Keys, ledger: Ledger
+) -> None:
     """A well-formed signature by a key the log never registered gains nothing."""
     held = quarantined_with_operator(poisoned, keys)
     event = NewEvent(
@@ -304,11 +308,13 @@ def test_a_release_signed_by_an_unregistered_key_does_nothing(poisoned: Path, ke
     )
     forged = append_raw(poisoned, signed_by(keys("mallory"), log_id(poisoned), event)).position
     assert HIDDEN == poison_reaches_readers(poisoned)
-    [action] = [a for a in history(poisoned).actions if a.position == forged]
+    [action] = [a for a in ledger.history().actions if a.position == forged]
     assert "unknown_key" == action.unauthorized_reason
 
 
-def test_a_forged_operator_registration_gives_its_key_nothing(poisoned: Path, keys: Keys) -> None:
+def test_a_forged_operator_registration_gives_its_key_nothing(
+    poisoned: Path, keys: Keys, ledger: Ledger
+) -> None:
     """An attacker's key added around the API, self-signed, is not an operator: neither it nor
     what it signs takes effect."""
     held = quarantined_with_operator(poisoned, keys)
@@ -325,61 +331,63 @@ def test_a_forged_operator_registration_gives_its_key_nothing(poisoned: Path, ke
         event_id="op:forged-release",
     )
     append_raw(poisoned, signed_by(mallory, log_id(poisoned), release_event))
-    assert [keys("alice").key_id] == [o.key_id for o in list_operators(poisoned).operators]
+    assert [keys("alice").key_id] == [o.key_id for o in ledger.operators().operators]
     assert HIDDEN == poison_reaches_readers(poisoned)
 
 
 def test_a_removed_operator_cannot_act_after_removal_while_its_earlier_actions_stand(
-    poisoned: Path, keys: Keys
+    poisoned: Path, keys: Keys, ledger: Ledger
 ) -> None:
     """Alice quarantines, Bob removes Alice at P: her quarantine still holds, the library
     refuses her key, and her release signed and appended after P takes no effect."""
     held = quarantined_with_operator(poisoned, keys)
-    add_operator(poisoned, keys("bob").public, key=keys("alice"))
+    ledger.add_operator(keys("bob").public, key=keys("alice"))
     removed = remove_operator(
         poisoned, keys("alice").key_id, key=keys("bob"), reason="laptop stolen"
     )
     assert HIDDEN == poison_reaches_readers(poisoned)
     with pytest.raises(NotAuthorizedError, match=f"at position {removed}"):
-        release(poisoned, held, reason="still me", key=keys("alice"))
+        ledger.release(held, reason="still me", key=keys("alice"))
     event = NewEvent(
         payload=QuarantineReleased(quarantine_position=held, reason="still me"),
         event_id="op:after-removal",
     )
     late = append_raw(poisoned, signed_by(keys("alice"), log_id(poisoned), event)).position
     assert HIDDEN == poison_reaches_readers(poisoned)
-    [action] = [a for a in history(poisoned).actions if a.position == late]
+    [action] = [a for a in ledger.history().actions if a.position == late]
     assert "removed_key" == action.unauthorized_reason
-    [alice, _] = list_operators(poisoned).operators
+    [alice, _] = ledger.operators().operators
     assert (removed, keys("bob").key_id) == (alice.removed_position, alice.removed_by_key)
-    freed = release(poisoned, held, reason="bob agrees", key=keys("bob"))
+    freed = ledger.release(held, reason="bob agrees", key=keys("bob"))
     assert SHOWN == poison_reaches_readers(poisoned)
     assert freed > late
 
 
-def test_the_last_operator_cannot_be_removed(poisoned: Path, keys: Keys) -> None:
+def test_the_last_operator_cannot_be_removed(poisoned: Path, keys: Keys, ledger: Ledger) -> None:
     """Removing the last key would reopen the log to anyone: refused by the library, and of
     no effect when appended around it."""
     registered(poisoned, keys("alice"))
     with pytest.raises(InvalidInputError, match="last operator key"):
-        remove_operator(poisoned, keys("alice").key_id, key=keys("alice"), reason="bye")
+        ledger.remove_operator(keys("alice").key_id, key=keys("alice"), reason="bye")
     event = NewEvent(
         payload=OperatorRemoved(key_id=keys("alice").key_id, reason="bye"),
         event_id="op:last",
     )
     append_raw(poisoned, signed_by(keys("alice"), log_id(poisoned), event))
-    assert list_operators(poisoned).operators[0].removed_position is None
+    assert ledger.operators().operators[0].removed_position is None
     with pytest.raises(NotAuthorizedError):
-        quarantine(poisoned, source_adapter="evil-cli", reason="still enforced")
+        ledger.quarantine(source_adapter="evil-cli", reason="still enforced")
 
 
-def test_replayed_signatures_gain_nothing(poisoned: Path, db_path: Path, keys: Keys) -> None:
+def test_replayed_signatures_gain_nothing(
+    poisoned: Path, db_path: Path, keys: Keys, ledger: Ledger
+) -> None:
     """A signed release appended again is the same event (its id is stored once); under a new
     event id, with another actor, or in another log that registered the same key, the
     signature no longer verifies."""
     held = quarantined_with_operator(poisoned, keys)
-    freed = release(poisoned, held, reason="ok", key=keys("alice"))
-    quarantine(poisoned, source_adapter="evil-cli", reason="again", key=keys("alice"))
+    freed = ledger.release(held, reason="ok", key=keys("alice"))
+    ledger.quarantine(source_adapter="evil-cli", reason="again", key=keys("alice"))
     original = event_at(poisoned, freed)
     copy = NewEvent(
         payload=original.payload,
@@ -397,7 +405,7 @@ def test_replayed_signatures_gain_nothing(poisoned: Path, db_path: Path, keys: K
     positions = [append_raw(poisoned, replay).position for replay in replays]
     assert [before + 1, before + 2] == positions
     assert HIDDEN == poison_reaches_readers(poisoned)
-    refused = {a.position: a.unauthorized_reason for a in history(poisoned).actions}
+    refused = {a.position: a.unauthorized_reason for a in ledger.history().actions}
     assert ["bad_signature", "bad_signature"] == [refused[p] for p in positions]
 
     other = poisoned.with_name("other.db")
@@ -443,7 +451,7 @@ def test_signatures_verify_with_cryptography_over_the_documented_bytes(
 
 
 def test_an_edited_read_model_is_caught_by_rebuild_and_repaired_by_swap(
-    poisoned: Path, keys: Keys
+    poisoned: Path, keys: Keys, ledger: Ledger
 ) -> None:
     """Rows forged in the read model itself (an operator key slipped into fl_operator, a
     quarantine marked released) are the file's writer's doing: rebuild reports the mismatch
@@ -462,31 +470,33 @@ def test_an_edited_read_model_is_caught_by_rebuild_and_repaired_by_swap(
     )
     append_raw(poisoned, signed_by(mallory, log_id(poisoned), event))
     assert SHOWN == poison_reaches_readers(poisoned)
-    report = rebuild(poisoned)
+    report = ledger.rebuild()
     assert not report.matches
     assert {"fl_operator", "fl_quarantine"} <= {t.table for t in report.tables if not t.matches}
-    rebuild(poisoned, swap=True)
+    ledger.rebuild(swap=True)
     assert HIDDEN == poison_reaches_readers(poisoned)
 
 
 def test_pre_operator_actions_stand_and_later_ones_need_a_signature(
-    poisoned: Path, keys: Keys
+    poisoned: Path, keys: Keys, ledger: Ledger
 ) -> None:
     """An unsigned quarantine from before the first operator holds; releasing it once the log
     has an operator needs a key, and an unsigned release appended around the API is refused
     by the fold."""
-    held = quarantine(poisoned, source_adapter="evil-cli", reason="before operators")
+    held = ledger.quarantine(source_adapter="evil-cli", reason="before operators")
     registered(poisoned, keys("alice"))
     assert HIDDEN == poison_reaches_readers(poisoned)
     append_raw(poisoned, NewEvent(payload=QuarantineReleased(quarantine_position=held, reason="x")))
     assert HIDDEN == poison_reaches_readers(poisoned)
     with pytest.raises(NotAuthorizedError):
-        release(poisoned, held, reason="x")
-    release(poisoned, held, reason="reviewed", key=keys("alice"))
+        ledger.release(held, reason="x")
+    ledger.release(held, reason="reviewed", key=keys("alice"))
     assert SHOWN == poison_reaches_readers(poisoned)
 
 
-def test_an_unauthorized_quarantine_cannot_deny_trusted_memory(poisoned: Path, keys: Keys) -> None:
+def test_an_unauthorized_quarantine_cannot_deny_trusted_memory(
+    poisoned: Path, keys: Keys, ledger: Ledger
+) -> None:
     """A quarantine of the trusted entries appended without a signature hides nothing, and
     `release` says there is nothing to release."""
     registered(poisoned, keys("alice"))
@@ -496,10 +506,12 @@ def test_an_unauthorized_quarantine_cannot_deny_trusted_memory(poisoned: Path, k
     ).position
     assert SHOWN == poison_reaches_readers(poisoned)
     with pytest.raises(InvalidInputError, match="took no effect"):
-        release(poisoned, forged, reason="x", key=keys("alice"))
+        ledger.release(forged, reason="x", key=keys("alice"))
 
 
-def test_an_unsigned_operator_removal_leaves_the_operator(poisoned: Path, keys: Keys) -> None:
+def test_an_unsigned_operator_removal_leaves_the_operator(
+    poisoned: Path, keys: Keys, ledger: Ledger
+) -> None:
     """Removing the operator's key around the API, unsigned, changes nothing: the key still
     signs, and unsigned actions are still refused."""
     held = quarantined_with_operator(poisoned, keys)
@@ -507,16 +519,16 @@ def test_an_unsigned_operator_removal_leaves_the_operator(poisoned: Path, keys: 
         poisoned,
         NewEvent(payload=OperatorRemoved(key_id=keys("alice").key_id, reason="coup")),
     )
-    [alice] = list_operators(poisoned).operators
+    [alice] = ledger.operators().operators
     assert alice.removed_position is None
     with pytest.raises(NotAuthorizedError):
-        release(poisoned, held, reason="x")
-    release(poisoned, held, reason="reviewed", key=keys("alice"))
+        ledger.release(held, reason="x")
+    ledger.release(held, reason="reviewed", key=keys("alice"))
 
 
 @pytest.mark.parametrize("target", [0, 1, 10**9], ids=["zero", "an-entry", "past-the-head"])
 def test_a_forged_release_of_nothing_reads_as_unauthorized_without_harm(
-    poisoned: Path, keys: Keys, target: int
+    poisoned: Path, keys: Keys, target: int, ledger: Ledger
 ) -> None:
     """A release appended around the API naming no quarantine (position 0, an entry, a
     position past the head) is listed as unauthorized; history and blast-radius still work."""
@@ -529,8 +541,8 @@ def test_a_forged_release_of_nothing_reads_as_unauthorized_without_harm(
         ),
     ).position
     assert HIDDEN == poison_reaches_readers(poisoned)
-    assert forged not in [a.position for a in history(poisoned).actions]
-    radius = blast_radius(poisoned, producer_task_id="intruder-9")
+    assert forged not in [a.position for a in ledger.history().actions]
+    radius = ledger.blast_radius(producer_task_id="intruder-9")
     assert (forged, "unsigned") == (radius.events[-1].position, radius.events[-1].unauthorized)
 
 

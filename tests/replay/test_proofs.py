@@ -25,11 +25,12 @@ from eventlog import (
 )
 from eventlog.chain import leaf_hash
 from eventlog.contract import fact, memory
-from replay.checkpoints import Checkpoint, checkpoint
-from replay.proofs import (
+from replay import (
+    Checkpoint,
     ConsistencyProof,
     InclusionProof,
     Prover,
+    checkpoint,
     prove_consistency,
     prove_inclusion,
     verify_consistency,

@@ -33,8 +33,8 @@ from projections import (
 )
 from projections import tables as tables_module
 from projections.tables import table_digest, table_rows
+from replay import Ledger, RebuildReport, rebuild
 from replay.cli.output import to_json, to_text
-from replay.rebuild import RebuildReport, rebuild
 from tests.histories import HISTORIES, play
 
 rebuild_module = importlib.import_module("replay.rebuild")  # the package exports the function
@@ -98,10 +98,10 @@ def leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if ".rebuild-" in p.name)
 
 
-def test_rebuild_matches_an_untouched_live_model(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_rebuild_matches_an_untouched_live_model(store: SQLiteMemoryStore, ledger: Ledger) -> None:
     """On an untouched database every table's live and rebuilt digests are equal."""
     populate(store)
-    report = rebuild(db_path)
+    report = ledger.rebuild()
     head = store.event_log.head().position
     assert (True, head, head, False, None, []) == (
         report.matches,
@@ -116,45 +116,53 @@ def test_rebuild_matches_an_untouched_live_model(db_path: Path, store: SQLiteMem
     assert report.seconds > 0 and report.events_per_second > 0
 
 
-def test_rebuild_only_reads_when_not_swapping(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_rebuild_only_reads_when_not_swapping(
+    db_path: Path, store: SQLiteMemoryStore, ledger: Ledger
+) -> None:
     """Without swap, the live tables are left exactly as they were."""
     populate(store)
     before = live_rows(db_path)
-    rebuild(db_path)
+    ledger.rebuild()
     assert before == live_rows(db_path)
 
 
-def test_corrupted_live_table_is_reported(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_corrupted_live_table_is_reported(
+    db_path: Path, store: SQLiteMemoryStore, ledger: Ledger
+) -> None:
     """A live row changed behind the projector's back makes that table, and only it, differ."""
     populate(store)
     tamper(db_path, "UPDATE fl_memory SET content = 'poisoned' WHERE id = 2")
-    report = rebuild(db_path)
+    report = ledger.rebuild()
     assert not report.matches
     assert ["fl_memory"] == [t.table for t in report.tables if not t.matches]
 
 
-def test_swap_repairs_a_corrupted_table(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_swap_repairs_a_corrupted_table(
+    db_path: Path, store: SQLiteMemoryStore, ledger: Ledger
+) -> None:
     """swap=True replaces the live rows with the refold: changed, added and deleted rows."""
     populate(store)
     expected = live_rows(db_path)
     tamper(db_path, "UPDATE fl_memory SET content = 'poisoned' WHERE id = 2")
     tamper(db_path, "INSERT INTO fl_memory_tag (tag, entry_id) VALUES ('injected', 2)")
     tamper(db_path, "DELETE FROM fl_fact_current")
-    report = rebuild(db_path, swap=True)
+    report = ledger.rebuild(swap=True)
     assert (False, True) == (report.matches, report.swapped)
     assert expected == live_rows(db_path)
-    assert rebuild(db_path).matches
+    assert ledger.rebuild().matches
     assert ["second"] == [e.content for e in store.list(type="decision")]
 
 
-def test_swap_recreates_a_dropped_table(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_swap_recreates_a_dropped_table(
+    db_path: Path, store: SQLiteMemoryStore, ledger: Ledger
+) -> None:
     """A missing live table has no live digest; swap creates it again, indexes included."""
     populate(store)
     expected = live_rows(db_path)
     tamper(db_path, "DROP TABLE fl_fact")
-    report = rebuild(db_path)
+    report = ledger.rebuild()
     assert [None] == [t.live for t in report.tables if t.table == "fl_fact"]
-    rebuild(db_path, swap=True)
+    ledger.rebuild(swap=True)
     assert expected == live_rows(db_path)
     raw = sqlite3.connect(db_path)
     indexes = raw.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'fl_fact'").fetchall()
@@ -163,21 +171,21 @@ def test_swap_recreates_a_dropped_table(db_path: Path, store: SQLiteMemoryStore)
 
 
 def test_lagging_checkpoints_are_reported_and_reset_by_swap(
-    db_path: Path, store: SQLiteMemoryStore
+    db_path: Path, store: SQLiteMemoryStore, ledger: Ledger
 ) -> None:
     """Events appended without projection leave checkpoints behind; swap folds them in."""
     store.add("learning", "projected")
     bare = open_log(db_path)
     bare.append(NewEvent(payload=MemoryAdded(type="learning", content="bare")))
     bare.close()
-    report = rebuild(db_path)
+    report = ledger.rebuild()
     assert (False, ["knowledge", "receipts", "lineage"]) == (
         report.matches,
         report.stale_checkpoints,
     )
-    swapped = rebuild(db_path, swap=True)
+    swapped = ledger.rebuild(swap=True)
     assert 2 == swapped.swapped_at
-    assert rebuild(db_path).matches
+    assert ledger.rebuild().matches
     raw = sqlite3.connect(db_path)
     checkpoints = raw.execute("SELECT name, position FROM fl_projector_checkpoint").fetchall()
     raw.close()
@@ -185,7 +193,7 @@ def test_lagging_checkpoints_are_reported_and_reset_by_swap(
 
 
 def test_appends_while_folding_are_compared(
-    db_path: Path, make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch, ledger: Ledger
 ) -> None:
     """Events appended while the shadow is folded are caught up before the comparison: to
     the head of the snapshot the live side is read in."""
@@ -198,13 +206,13 @@ def test_appends_while_folding_are_compared(
         if position == 2:
             writer.add("learning", "during the fold")
 
-    report = rebuild(db_path, progress=append_once)
+    report = ledger.rebuild(progress=append_once)
     assert (True, report.compared_at) == (report.matches, report.events)
     assert 6 == report.compared_at
 
 
 def test_appends_before_the_swap_are_not_lost(
-    db_path: Path, make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch, ledger: Ledger
 ) -> None:
     """Events appended after the comparison are folded inside the swap transaction."""
     store = make_store()
@@ -220,29 +228,29 @@ def test_appends_before_the_swap_are_not_lost(
         return result
 
     monkeypatch.setattr(rebuild_module, "_compare", compare_then_append)
-    report = rebuild(db_path, swap=True)
+    report = ledger.rebuild(swap=True)
     head = store.event_log.head().position
     assert (head - 2, head, head) == (report.compared_at, report.swapped_at, report.events)
     monkeypatch.undo()
-    assert rebuild(db_path).matches
+    assert ledger.rebuild().matches
     assert ["appended meanwhile"] == [e.content for e in store.list(tags=["late"])]
     fresh = CrossTaskKB(make_store(), run_id="run-3")
     assert ["v3"] == [f.value for f in fresh.subscribe("api", scope="project")]
 
 
-def test_swapped_store_keeps_writing_consistently(db_path: Path, make_store: StoreFactory) -> None:
+def test_swapped_store_keeps_writing_consistently(make_store: StoreFactory, ledger: Ledger) -> None:
     """A store open across a swap keeps projecting inline into the swapped tables."""
     store = make_store()
     populate(store)
-    rebuild(db_path, swap=True)
+    ledger.rebuild(swap=True)
     store.add("learning", "after swap", ["api"])
-    assert rebuild(db_path).matches
+    assert ledger.rebuild().matches
     assert "after swap" == store.list(limit=1)[0].content
 
 
-def test_empty_log_rebuilds_to_empty_tables(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_empty_log_rebuilds_to_empty_tables(store: SQLiteMemoryStore, ledger: Ledger) -> None:
     """A log with no events refolds into empty tables that match."""
-    report = rebuild(db_path, swap=True)
+    report = ledger.rebuild(swap=True)
     assert (0, True, 0) == (report.events, report.matches, report.swapped_at)
 
 
@@ -264,11 +272,11 @@ def test_rebuild_equals_live_after_random_histories(
 
 
 def test_shadow_file_is_removed_even_when_the_rebuild_fails(
-    db_path: Path, store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+    db_path: Path, store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch, ledger: Ledger
 ) -> None:
     """The temporary shadow beside the database is deleted on success and on failure."""
     populate(store)
-    rebuild(db_path, swap=True)
+    ledger.rebuild(swap=True)
     assert [] == leftovers(db_path.parent)
 
     def fail(*args: Any) -> Any:
@@ -276,12 +284,12 @@ def test_shadow_file_is_removed_even_when_the_rebuild_fails(
 
     monkeypatch.setattr(rebuild_module, "_compare", fail)
     with pytest.raises(RuntimeError):
-        rebuild(db_path, swap=True)
+        ledger.rebuild(swap=True)
     assert [] == leftovers(db_path.parent)
 
 
 def test_failed_swap_leaves_the_live_model_untouched(
-    db_path: Path, store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+    db_path: Path, store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch, ledger: Ledger
 ) -> None:
     """A swap that fails midway rolls back: live tables and checkpoints are as before."""
     populate(store)
@@ -289,7 +297,7 @@ def test_failed_swap_leaves_the_live_model_untouched(
     before = live_rows(db_path)
     monkeypatch.setattr(sql, "TABLE_INSERT", "INSERT INTO {table} SELECT * FROM nowhere")
     with pytest.raises(StorageError):
-        rebuild(db_path, swap=True)
+        ledger.rebuild(swap=True)
     assert before == live_rows(db_path)
 
 
@@ -300,16 +308,16 @@ def test_missing_database_is_a_storage_error(tmp_path: Path) -> None:
     assert [] == list(tmp_path.iterdir())
 
 
-def test_swap_must_be_a_bool(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_swap_must_be_a_bool(store: SQLiteMemoryStore, ledger: Ledger) -> None:
     """A truthy non-bool for swap is a type error, not a silent swap."""
     with pytest.raises(InvalidTypeError):
-        rebuild(db_path, swap="yes")  # type: ignore[arg-type]
+        ledger.rebuild(swap="yes")  # type: ignore[arg-type]
 
 
-def test_report_renders_as_json_and_text(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_report_renders_as_json_and_text(store: SQLiteMemoryStore, ledger: Ledger) -> None:
     """The report is a msgspec Struct the shared renderers print."""
     populate(store)
-    report = rebuild(db_path)
+    report = ledger.rebuild()
     assert isinstance(report, RebuildReport)
     assert '"matches": true' in to_json(report)
     assert "fl_receipt_item" in to_text(report)
@@ -360,15 +368,15 @@ def test_tables_without_a_primary_key_are_refused() -> None:
 
 
 def test_live_digests_see_drift_and_stale_checkpoints(
-    db_path: Path, store: SQLiteMemoryStore
+    db_path: Path, store: SQLiteMemoryStore, ledger: Ledger
 ) -> None:
     """The live digests are the live model's: equal when untouched, not after an edit."""
     populate(store)
-    report = rebuild(db_path)
+    report = ledger.rebuild()
     head = store.event_log.head().position
     assert (True, head, []) == (report.matches, report.compared_at, report.stale_checkpoints)
     tamper(db_path, "UPDATE fl_fact SET value = 'poisoned' WHERE position = 4")
     tamper(db_path, "UPDATE fl_projector_checkpoint SET position = 1 WHERE name = 'receipts'")
-    report = rebuild(db_path)
+    report = ledger.rebuild()
     assert ["fl_fact"] == [t.table for t in report.tables if not t.matches]
     assert ["receipts"] == report.stale_checkpoints

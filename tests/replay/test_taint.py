@@ -21,7 +21,7 @@ from projections import (
     recall_memory,
 )
 from projections.taint import TAINTED, taint
-from replay import blast_radius, quarantine, release
+from replay import Ledger, quarantine
 from tests.replay.spread import TRUSTING, three_hops
 
 STRICT = MemoryTrustPolicy(trusted_adapters=frozenset({"claude-code"}))
@@ -38,14 +38,14 @@ def test_a_summary_of_poison_is_kept_out_of_a_third_prompt(db_path: Path) -> Non
 
 
 def test_quarantine_of_the_source_holds_the_summary_out_and_release_brings_it_back(
-    db_path: Path,
+    db_path: Path, ledger: Ledger
 ) -> None:
     """Under a policy trusting both adapters, only quarantining the source taints the summary."""
     poison, summary = three_hops(db_path)
-    held = quarantine(db_path, positions=[poison], reason="poisoned")
+    held = ledger.quarantine(positions=[poison], reason="poisoned")
     with SQLiteMemoryStore(db_path) as store:
         during = recall_memory(store, ["backend"], trust_policy=TRUSTING)
-    release(db_path, held, reason="cleared")
+    ledger.release(held, reason="cleared")
     with SQLiteMemoryStore(db_path) as store:
         after = recall_memory(store, ["backend"], trust_policy=TRUSTING)
     assert Exclusion(position=summary, reason=TAINTED, source=poison) in during.excluded
@@ -80,7 +80,7 @@ def test_taint_follows_declared_sources_and_facts(db_path: Path) -> None:
     assert Exclusion(position=derived, reason=TAINTED, source=poison) in prompt.excluded
 
 
-def test_blast_radius_follows_descendants_level_by_level(db_path: Path) -> None:
+def test_blast_radius_follows_descendants_level_by_level(db_path: Path, ledger: Ledger) -> None:
     """A suspect's descendants come level by level with the prompts each reached; --depth
     bounds the walk."""
     poison, summary = three_hops(db_path)
@@ -91,8 +91,8 @@ def test_blast_radius_follows_descendants_level_by_level(db_path: Path) -> None:
         third = recall_memory(store, ["backend"], trust_policy=blind, task_id="t3", run_id="r2")
         assert summary in third.included
         onward = store.add("learning", "from the summary", ["ops"], task_id="t3")
-    radius = blast_radius(db_path, source_adapter="codex")
-    bounded = blast_radius(db_path, positions=[poison], depth=1)
+    radius = ledger.blast_radius(source_adapter="codex")
+    bounded = ledger.blast_radius(positions=[poison], depth=1)
     assert [[summary], [onward]] == [[d.position for d in lv] for lv in radius.descendants]
     assert [third.receipt_position] == radius.descendants[0][0].reached
     assert [[summary]] == [[d.position for d in lv] for lv in bounded.descendants]

@@ -18,7 +18,7 @@ from eventlog import (
     StorageError,
 )
 from projections import CrossTaskKB, SQLiteMemoryStore, load_persistent_memory
-from replay.timetravel import as_of
+from replay import Ledger, as_of
 from tests.conftest import Clock
 
 Observation = dict[str, Any]
@@ -42,7 +42,7 @@ def observe(store: SQLiteMemoryStore) -> Observation:
     }
 
 
-def test_as_of_agrees_with_what_readers_saw_then(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_as_of_agrees_with_what_readers_saw_then(store: SQLiteMemoryStore, ledger: Ledger) -> None:
     """At every recorded position, the view answers exactly what the live store answered."""
     run1 = CrossTaskKB(store, run_id="run-1", producer_task_id="task-a", source_adapter="codex")
     run2 = CrossTaskKB(store, run_id="run-2", producer_task_id="task-b")
@@ -71,11 +71,11 @@ def test_as_of_agrees_with_what_readers_saw_then(db_path: Path, store: SQLiteMem
         seen[store.event_log.head().position] = observe(store)
     assert 13 == len(seen) - 1
     for position, expected in seen.items():
-        assert expected == observe(as_of(db_path, position=position)), f"at {position}"
+        assert expected == observe(ledger.as_of(position=position)), f"at {position}"
 
 
 def test_as_of_ts_ns_picks_the_highest_position_at_or_before(
-    db_path: Path, make_store: Callable[..., SQLiteMemoryStore], clock: Clock
+    make_store: Callable[..., SQLiteMemoryStore], clock: Clock, ledger: Ledger
 ) -> None:
     """A time selects the highest position stamped at or before it, not a timestamp order."""
     store = make_store(clock_ns=clock)
@@ -86,7 +86,7 @@ def test_as_of_ts_ns_picks_the_highest_position_at_or_before(
     clock.advance(-5)
     store.add("learning", "at t5, after t10 in the log")
     contents = {
-        ts: [e.content for e in as_of(db_path, ts_ns=start + ts * 10**9).list()]
+        ts: [e.content for e in ledger.as_of(ts_ns=start + ts * 10**9).list()]
         for ts in (0, 4, 5, 9, 10, 11)
     }
     assert {
@@ -100,19 +100,19 @@ def test_as_of_ts_ns_picks_the_highest_position_at_or_before(
 
 
 def test_as_of_a_time_before_every_event_is_empty(
-    db_path: Path, make_store: Callable[..., SQLiteMemoryStore], clock: Clock
+    make_store: Callable[..., SQLiteMemoryStore], clock: Clock, ledger: Ledger
 ) -> None:
     """Before the first event's time, the view shows the empty knowledge base."""
     store = make_store(clock_ns=clock)
     store.add("learning", "later")
-    assert [] == as_of(db_path, ts_ns=clock.now_ns - 1).list()
-    assert [] == as_of(db_path, position=0).list()
+    assert [] == ledger.as_of(ts_ns=clock.now_ns - 1).list()
+    assert [] == ledger.as_of(position=0).list()
 
 
-def test_view_does_not_move_with_later_writes(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_view_does_not_move_with_later_writes(store: SQLiteMemoryStore, ledger: Ledger) -> None:
     """A view keeps showing its point in the past while the live store moves on."""
     store.add("learning", "old")
-    view = as_of(db_path, position=1)
+    view = ledger.as_of(position=1)
     store.add("learning", "new")
     assert ["old"] == [e.content for e in view.list()]
     assert view.read_only and not store.read_only
@@ -135,12 +135,12 @@ WRITES: dict[str, Callable[[SQLiteMemoryStore], object]] = {
 
 @pytest.mark.parametrize("write", WRITES.values(), ids=WRITES.keys())
 def test_view_refuses_every_write(
-    db_path: Path, store: SQLiteMemoryStore, write: Callable[[SQLiteMemoryStore], object]
+    store: SQLiteMemoryStore, write: Callable[[SQLiteMemoryStore], object], ledger: Ledger
 ) -> None:
     """Every write through a view raises ReadOnlyStoreError, never an AttributeError."""
     store.add("learning", "x", ["api"])
     head = store.event_log.head()
-    view = as_of(db_path, position=1)
+    view = ledger.as_of(position=1)
     with pytest.raises(ReadOnlyStoreError, match=r"read-only|view of the past"):
         write(view)
     assert head == store.event_log.head()
@@ -161,16 +161,16 @@ def test_view_refuses_every_write(
     ],
 )
 def test_bad_points_are_refused(
-    db_path: Path,
     store: SQLiteMemoryStore,
     options: dict[str, Any],
     error: type[Exception],
     message: str,
+    ledger: Ledger,
 ) -> None:
     """Neither or both points, a position past the head, negatives and non-ints are refused."""
     store.add_many([{"type": "learning", "content": "a"}, {"type": "learning", "content": "b"}])
     with pytest.raises(error, match=message):
-        as_of(db_path, **options)
+        ledger.as_of(**options)
 
 
 def test_missing_database_is_a_storage_error(tmp_path: Path) -> None:

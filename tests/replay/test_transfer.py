@@ -11,7 +11,8 @@ import pytest
 
 from eventlog import StorageError
 from projections import CrossTaskKB, SQLiteMemoryStore
-from replay.transfer import EXPORT_FORMAT, export_log, import_legacy
+from replay import Ledger, export_log
+from replay.transfer import EXPORT_FORMAT
 from tests.projections.test_legacy import ROWS, legacy_file
 from tests.test_docs import readme_export_verifier
 
@@ -32,7 +33,8 @@ def test_export_has_every_envelope_field_and_verifies_offline(
 ) -> None:
     """Each line carries the envelope, chain hash and stored bytes; the chain re-verifies."""
     out = io.StringIO()
-    header = export_log(populated, out)
+    with Ledger.open(populated) as ledger:
+        header = ledger.export(out)
     lines = out.getvalue().splitlines()
     assert (EXPORT_FORMAT, 4) == (header.format, header.events)
     first = json.loads(lines[1])
@@ -70,25 +72,29 @@ def test_offline_verification_catches_an_edited_export(populated: Path, tmp_path
 def test_export_reports_progress(populated: Path) -> None:
     """The progress callback sees every position and the total."""
     seen: list[tuple[int, int]] = []
-    export_log(populated, io.StringIO(), progress=lambda done, total: seen.append((done, total)))
+    with Ledger.open(populated) as ledger:
+        ledger.export(io.StringIO(), progress=lambda done, total: seen.append((done, total)))
     assert [(1, 4), (2, 4), (3, 4), (4, 4)] == seen
 
 
 def test_export_of_a_missing_database_is_a_clear_error(tmp_path: Path) -> None:
-    """Exporting a path with no database fails clearly and creates nothing."""
+    """Exporting a path with no database (`export_log`, which opens a read-only `Ledger`)
+    fails clearly and creates nothing."""
     with pytest.raises(StorageError, match="no such file"):
         export_log(tmp_path / "none.db", io.StringIO())
     assert not (tmp_path / "none.db").exists()
 
 
-def test_import_legacy_from_another_file_once(db_path: Path, tmp_path: Path) -> None:
+def test_import_legacy_from_another_file_once(
+    db_path: Path, tmp_path: Path, ledger: Ledger
+) -> None:
     """Rows of a legacy file are imported as events; importing again writes nothing new."""
     source = tmp_path / "old" / "memory.db"
     legacy_file(source, ROWS)
     with SQLiteMemoryStore(db_path) as store:
         store.add("learning", "already here")
-    first = import_legacy(db_path, source)
-    again = import_legacy(db_path, source)
+    first = ledger.import_legacy(source)
+    again = ledger.import_legacy(source)
     assert (3, 3, 0, 2, 4) == (
         first.rows,
         first.imported,
@@ -104,7 +110,9 @@ def test_import_legacy_from_another_file_once(db_path: Path, tmp_path: Path) -> 
     )
 
 
-def test_import_legacy_of_a_missing_file_is_a_clear_error(db_path: Path, tmp_path: Path) -> None:
+def test_import_legacy_of_a_missing_file_is_a_clear_error(
+    db_path: Path, tmp_path: Path, ledger: Ledger
+) -> None:
     """A missing source file is reported, and the target log is left as it was."""
     with pytest.raises(StorageError, match="no such file"):
-        import_legacy(db_path, tmp_path / "missing.db")
+        ledger.import_legacy(tmp_path / "missing.db")

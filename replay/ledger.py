@@ -1,0 +1,254 @@
+"""`Ledger`: a log opened once, knowing what it holds, with every audit and operator
+operation as a method.
+
+It holds a file with the log and its read model, or a log in PostgreSQL (a `postgresql://`
+DSN) with this host's cache file (`cache=`; without one, a read model in memory). Opened
+read-only (the default) it investigates, writes nothing to the log, creates no file and
+refuses every operator action; `read_only=False` opens the log for writing (creating a file
+log). A host's cache is a copy of the log, not evidence: reads catch it up in either mode.
+
+Each operation is a function of its module (`replay.history`, `replay.forensics`, ...) that
+takes the ledger first; the class binds them as methods. The log, its read model and a
+`Prover` stay open until `close()` (or the end of a `with` block).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Concatenate, ParamSpec, TypeVar
+
+from eventlog import EventLog, InvalidTypeError, ReadSnapshot, open_log
+from eventlog.checks import check_path, is_dsn
+from projections import (
+    CacheChoiceError,
+    ProjectedTransaction,
+    Projector,
+    Readable,
+    ReadModel,
+    check_cache,
+    default_projectors,
+    open_read_model,
+    read_model_at_head,
+)
+from replay.audit import verify
+from replay.checkpoints import Checkpoint
+from replay.conflicts import approve, reject, set_conflict_policy
+from replay.errors import LedgerClosedError, ReadOnlyLedgerError
+from replay.forensics import blast_radius
+from replay.history import blame, diff, history
+from replay.keys import KeySource
+from replay.lineage import lineage
+from replay.operators import add_operator, list_operators, remove_operator
+from replay.proofs import ConsistencyProof, InclusionProof, Prover
+from replay.quarantine import quarantine, release
+from replay.rebuild import rebuild
+from replay.timetravel import as_of
+from replay.transfer import export_log, import_legacy
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def operator_action(
+    action: Callable[Concatenate[Ledger, P], R],
+) -> Callable[Concatenate[Ledger, P], R]:
+    """`action`, refused up front (`ReadOnlyLedgerError`) by a ledger opened read-only."""
+
+    @functools.wraps(action)
+    def checked(ledger: Ledger, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        ledger.require_writable(action.__name__.replace("_", " "))
+        return action(ledger, *args, **kwargs)
+
+    return checked
+
+
+class Ledger:
+    """One open log, its read model and a `Prover`: see `replay.ledger`. Open it with
+    `Ledger.open`; close it with `close()` or a `with` block."""
+
+    def __init__(
+        self, event_log: EventLog, *, target: str, cache: str | None, read_only: bool
+    ) -> None:
+        self._log = event_log
+        self._target = target
+        self._remote = is_dsn(target)
+        self._cache = cache
+        self._read_only = read_only
+        self._model: ReadModel | None = None
+        self._prover = Prover(event_log)
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        path_or_dsn: str | os.PathLike[str],
+        *,
+        cache: str | os.PathLike[str] | None = None,
+        read_only: bool = True,
+    ) -> Ledger:
+        """Open the log at `path_or_dsn` once: a file, which holds its read model, or a
+        `postgresql://` DSN, read through this host's `cache` file when one is given.
+
+        Raises `CacheChoiceError` for a cache it cannot use (a DSN, or any cache with a
+        file log), and `LogMissingError` when a read-only open finds no log in the file.
+        """
+        target = check_path(path_or_dsn)
+        if not isinstance(read_only, bool):
+            raise InvalidTypeError(f"read_only must be a bool, not {type(read_only).__name__}")
+        kept = None if cache is None else check_cache(cache)
+        if kept is not None and not is_dsn(target):
+            raise CacheChoiceError(
+                f"{target} is a log file, which keeps its read model in itself: a cache is "
+                "for a log in PostgreSQL (a postgresql:// DSN); give no cache"
+            )
+        event_log = open_log(target, read_only=read_only)
+        return cls(event_log, target=target, cache=kept, read_only=read_only)
+
+    # -- what it holds ---------------------------------------------------------------------
+
+    @property
+    def event_log(self) -> EventLog:
+        """The open log (opened read-only unless the ledger was opened `read_only=False`)."""
+        self.require_open()
+        return self._log
+
+    @property
+    def target(self) -> str:
+        """The log's file path or `postgresql://` DSN, as opened."""
+        return self._target
+
+    @property
+    def log_id(self) -> str:
+        """The id of the log."""
+        return self.event_log.log_id
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this ledger refuses every write (the default: investigations only)."""
+        return self._read_only
+
+    @property
+    def cache(self) -> str | None:
+        """This host's cache file of a log in PostgreSQL (None: a file log, whose read model
+        is in the file, or a log in PostgreSQL read through a read model in memory)."""
+        return self._cache
+
+    @property
+    def read_model(self) -> ReadModel:
+        """The read model reads and writes go through, made on first use: the log file's own
+        tables, or this host's cache (or one in memory), claimed and caught up then."""
+        event_log = self.event_log
+        with self._lock:
+            if self._model is None:
+                projectors = default_projectors(event_log.log_id)
+                model = open_read_model(event_log, projectors, cache=self._cache)
+                if self._remote:
+                    try:
+                        model.open()
+                    except BaseException:
+                        model.close()
+                        raise
+                self._model = model
+            return self._model
+
+    @contextmanager
+    def at_head(
+        self, projectors: Sequence[Projector] | None = None
+    ) -> Iterator[tuple[ReadSnapshot, Readable]]:
+        """One read of the log with a read model at its head: the ledger's cache, caught up
+        first (its head is the one it reached); for a file, its own tables when current, else
+        `projectors` (default: all) folded in memory."""
+        event_log = self.event_log
+        if self._remote:
+            with self.read_model.snapshot() as snap:
+                yield snap, snap
+            return
+        chosen = projectors or default_projectors(event_log.log_id)
+        with read_model_at_head(event_log, chosen) as found:
+            yield found
+
+    def require_writable(self, action: str) -> None:
+        """Refuse `action` (`ReadOnlyLedgerError`) on a ledger opened read-only."""
+        self.require_open()
+        if self._read_only:
+            raise ReadOnlyLedgerError(
+                f"{action}: this ledger was opened read-only, and investigations never write; "
+                "open it with read_only=False to act as operator. Nothing was written"
+            )
+
+    def write_transaction(self, action: str) -> AbstractContextManager[ProjectedTransaction]:
+        """A write for the operator action `action`, folded into the read model as
+        `SQLiteMemoryStore.write_transaction` folds it; refused when opened read-only."""
+        self.require_writable(action)
+        return self.read_model.transaction()
+
+    # -- checkpoints and proofs, from the Prover it keeps -------------------------------------
+
+    def checkpoint(self, *, key: KeySource | None = None) -> Checkpoint:
+        """A checkpoint of the log at its head now, signed if `key` (an operator key or its
+        file) is given. The first checkpoint or proof walks and verifies the log (a row that
+        fails raises `CorruptLogError`); later ones walk only what was appended since."""
+        self.require_open()
+        return self._prover.checkpoint(key=key)
+
+    def prove_inclusion(self, position: int, checkpoint: Checkpoint) -> InclusionProof:
+        """Prove that the event at `position` is in the log as `checkpoint` describes it."""
+        self.require_open()
+        return self._prover.prove_inclusion(position, checkpoint)
+
+    def prove_consistency(self, old: Checkpoint, new: Checkpoint) -> ConsistencyProof:
+        """Prove that the log as `new` describes it extends the log as `old` described it."""
+        self.require_open()
+        return self._prover.prove_consistency(old, new)
+
+    # -- every other operation: a function of its module, taking the ledger first ------------
+
+    verify = verify
+    rebuild = rebuild
+    as_of = as_of
+    history = history
+    blame = blame
+    diff = diff
+    lineage = lineage
+    blast_radius = blast_radius
+    export = export_log
+    operators = list_operators
+
+    add_operator = operator_action(add_operator)
+    remove_operator = operator_action(remove_operator)
+    quarantine = operator_action(quarantine)
+    release = operator_action(release)
+    set_conflict_policy = operator_action(set_conflict_policy)
+    approve = operator_action(approve)
+    reject = operator_action(reject)
+    import_legacy = operator_action(import_legacy)
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def require_open(self) -> None:
+        """Refuse a closed ledger (`LedgerClosedError`)."""
+        if self._closed:
+            raise LedgerClosedError("this ledger was closed; open the log again (Ledger.open)")
+
+    def close(self) -> None:
+        """Close the read model and the log; closing again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._model is not None:
+                self._model.close()
+        finally:
+            self._log.close()
+
+    def __enter__(self) -> Ledger:
+        self.require_open()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
