@@ -17,6 +17,7 @@ from projections.agent_reads import (
 )
 from projections.cache import CacheProjection, linked_events, open_read_model
 from projections.comparison import Drift, DriftReport, checkpoint_drift, read_model_drift
+from projections.database import ScratchDatabase
 from projections.drift import READ_MODEL_MISMATCH
 from projections.entries import Fact, MemoryEntry
 from projections.errors import CacheRefusedError, LegacyImportError, SyncTimeoutError
@@ -43,7 +44,6 @@ from projections.projector import (
 from projections.prompt import Recall, load_persistent_memory, recall_memory, render
 from projections.reads import Readable, Reader, Row
 from projections.redaction import redact_value
-from projections.sql import ScratchDatabase
 from projections.store import SQLiteMemoryStore
 from projections.tables import table_digest, table_exists, table_rows
 from projections.taint import TAINTED, taint

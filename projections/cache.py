@@ -46,6 +46,7 @@ from eventlog import (
 from eventlog.chain import genesis
 from eventlog.logs import get_logger
 from projections import sql
+from projections.database import CacheDatabase
 from projections.errors import CacheRefusedError
 from projections.projector import (
     ModelSnapshot,
@@ -85,7 +86,7 @@ def open_read_model(
     the log when opened."""
     if cache is None and isinstance(event_log, SQLiteEventLog):
         return Projection(event_log, projectors)
-    database = sql.CacheDatabase(":memory:" if cache is None else cache)
+    database = CacheDatabase(":memory:" if cache is None else cache)
     return CacheProjection(event_log, database, projectors)
 
 
@@ -97,7 +98,7 @@ class CacheProjection:
     """
 
     def __init__(
-        self, event_log: EventLog, cache: sql.CacheDatabase, projectors: Sequence[Projector]
+        self, event_log: EventLog, cache: CacheDatabase, projectors: Sequence[Projector]
     ) -> None:
         self._log = event_log
         self._cache = cache
@@ -113,7 +114,7 @@ class CacheProjection:
         return self._projectors
 
     @property
-    def database(self) -> sql.CacheDatabase:
+    def database(self) -> CacheDatabase:
         """The cache's tables; query them inside `snapshot()` or `transaction()`."""
         return self._cache
 
@@ -190,7 +191,7 @@ class CacheProjection:
                 yield _CacheSnapshot(self, db)
 
     @contextmanager
-    def checked_read(self) -> Iterator[sql.CacheDatabase]:
+    def checked_read(self) -> Iterator[CacheDatabase]:
         """One read of the cache whose checkpoints name one position at the code's versions:
         a cache whose checkpoints were edited or emptied since this handle opened it is
         opened again first (rebuilt from the log), so its edited rows are never served."""
@@ -243,7 +244,7 @@ class CacheProjection:
 
     # -- folding ---------------------------------------------------------------------------
 
-    def _fold(self, db: sql.CacheDatabase, state: Head, until: int) -> Head:
+    def _fold(self, db: CacheDatabase, state: Head, until: int) -> Head:
         """Fold the log's rows after `state` up to `until` into `db`, in its transaction;
         return where that leaves the cache."""
         reached = state
@@ -276,7 +277,7 @@ class CacheProjection:
 
     # -- the cache against the log -----------------------------------------------------------
 
-    def _refuse_other_files(self, db: sql.CacheDatabase) -> None:
+    def _refuse_other_files(self, db: CacheDatabase) -> None:
         """Refuse a file that is no cache at all, such as a log's own file."""
         tables = {row[0] for row in db.execute(sql.CACHE_TABLES)}
         if tables and sql.CACHE_META_TABLE not in tables:
@@ -286,7 +287,7 @@ class CacheProjection:
                 path=self._cache.path,
             )
 
-    def _claim(self, db: sql.CacheDatabase) -> None:
+    def _claim(self, db: CacheDatabase) -> None:
         """Record the log this cache folds, or refuse a cache of another log (or a file that
         is no cache at all)."""
         self._refuse_other_files(db)
@@ -359,7 +360,7 @@ class _CacheSnapshot:
 
     __slots__ = ("_db", "_head", "_projection")
 
-    def __init__(self, projection: CacheProjection, db: sql.CacheDatabase) -> None:
+    def __init__(self, projection: CacheProjection, db: CacheDatabase) -> None:
         self._projection = projection
         self._db = db
         self._head: Head | None = None
@@ -389,7 +390,7 @@ class CacheTransaction:
 
     def __init__(self, projection: CacheProjection) -> None:
         self._projection = projection
-        self._read: AbstractContextManager[sql.CacheDatabase] | None = None
+        self._read: AbstractContextManager[CacheDatabase] | None = None
         self._snapshot: _CacheSnapshot | None = None
 
     def append(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:

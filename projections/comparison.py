@@ -26,6 +26,7 @@ import msgspec
 from eventlog import Head, ReadSnapshot, SQLiteEventLog, chain_at
 from eventlog.chain import genesis
 from projections import sql
+from projections.database import ScratchDatabase, in_log_file
 from projections.drift import same_text
 from projections.projector import Projector, checkpoint_rows, fold, tables_kept
 from projections.reads import Readable, Row
@@ -64,7 +65,7 @@ def checkpoint_drift(event_log: SQLiteEventLog) -> list[Drift]:
     """Projector checkpoints in the log's file that the log does not bear out: folded past
     its head, or at a chain value it does not hold. Cheap: one row per projector."""
     with event_log.snapshot() as snap:
-        return _checkpoint_drift(sql.in_log_file(event_log), snap, event_log.log_id, deep=False)[0]
+        return _checkpoint_drift(in_log_file(event_log), snap, event_log.log_id, deep=False)[0]
 
 
 def read_model_drift(event_log: SQLiteEventLog) -> DriftReport:
@@ -72,13 +73,13 @@ def read_model_drift(event_log: SQLiteEventLog) -> DriftReport:
     projector's checkpoint, row by row, in one read of the file; a projector that cannot be
     compared is drift. The refold goes to a temporary file outside the log's directory; the
     log's file is only read."""
-    live = sql.in_log_file(event_log)
+    live = in_log_file(event_log)
     with event_log.snapshot() as snap:
         drift, groups = _checkpoint_drift(live, snap, event_log.log_id, deep=True)
         differences = len(drift)
         compared: list[str] = []
         for at, projectors in groups.items():
-            with sql.ScratchDatabase.beside(Path(tempfile.gettempdir()) / "factledger") as fresh:
+            with ScratchDatabase.beside(Path(tempfile.gettempdir()) / "factledger") as fresh:
                 with fresh.bulk():
                     fold(fresh, projectors, snap.read(until=at.position))
                 for table in (t for p in projectors for t in p.tables):

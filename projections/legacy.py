@@ -23,6 +23,7 @@ from eventlog.checks import (
     check_optional_actor,
 )
 from projections import sql
+from projections.database import open_read_only
 from projections.errors import LegacyImportError
 from projections.reads import Readable
 from projections.validation import check_memory_type, check_tags
@@ -120,7 +121,7 @@ class LegacyFile:
         source = Path(path)
         if not source.is_file():
             raise StorageError(f"cannot import {source}: no such file")
-        self._db = sql.open_read_only(source)
+        self._db = open_read_only(source)
         self.path = source
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:

@@ -6,8 +6,8 @@ position and chain hash each projector has applied. On open, a projector that is
 catches up; one whose version changed, or whose checkpoint no longer matches the log, is
 dropped and rebuilt from the log.
 
-`Projection` keeps the tables in the log's own SQLite file (`sql.in_log_file`), so the
-append, the projectors' rows and their checkpoints commit as one transaction. A log held
+`Projection` keeps the tables in the log's own SQLite file (`database.in_log_file`), so
+the append, the projectors' rows and their checkpoints commit as one transaction. A log held
 elsewhere pairs with a local cache database instead (`projections.cache.CacheProjection`):
 the append commits in the log, then the cache folds it and advances its checkpoints; a crash
 in between leaves the cache behind, and the same catch-up repairs it. Both keep the
@@ -44,6 +44,7 @@ from eventlog.chain import genesis
 from eventlog.checks import check_finite, check_position
 from eventlog.logs import get_logger
 from projections import sql
+from projections.database import Database, in_log_file
 from projections.errors import SyncTimeoutError
 from projections.reads import Readable
 from projections.tables import table_chunks, table_exists
@@ -220,7 +221,7 @@ class ReadModel(Protocol):
     def projectors(self) -> tuple[Projector, ...]: ...
 
     @property
-    def database(self) -> sql.Database: ...
+    def database(self) -> Database: ...
 
     def open(self) -> None: ...
 
@@ -242,7 +243,7 @@ class _FileSnapshot:
 
     __slots__ = ("_db", "_log")
 
-    def __init__(self, log_snapshot: ReadSnapshot, db: sql.Database) -> None:
+    def __init__(self, log_snapshot: ReadSnapshot, db: Database) -> None:
         self._log = log_snapshot
         self._db = db
 
@@ -264,7 +265,7 @@ class Projection:
 
     def __init__(self, event_log: EventLog, projectors: Sequence[Projector]) -> None:
         self._log = event_log
-        self._db = sql.in_log_file(event_log)
+        self._db = in_log_file(event_log)
         self._projectors = tuple(projectors)
         self._names = tuple(p.name for p in self._projectors)
         self._verified: tuple[int, Head] | None = None
@@ -277,7 +278,7 @@ class Projection:
         return self._projectors
 
     @property
-    def database(self) -> sql.Database:
+    def database(self) -> Database:
         """The read model's tables; query them inside the log's `snapshot()` or `transaction()`."""
         return self._db
 

@@ -37,6 +37,7 @@ from eventlog.checks import (
 )
 from projections import sql
 from projections.cache import open_read_model
+from projections.database import Database
 from projections.legacy import legacy_events
 from projections.lineage import check_sources
 from projections.projector import ModelSnapshot, ProjectedTransaction, Projection
@@ -135,7 +136,7 @@ class SQLiteMemoryStore(MemoryView):
         return self._log
 
     @property
-    def read_model(self) -> sql.Database:
+    def read_model(self) -> Database:
         """The read model's tables, to query inside `snapshot()` (or a write)."""
         return self._projection.database
 

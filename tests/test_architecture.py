@@ -1,4 +1,5 @@
-"""The architecture as tests: one-way imports, and SQL in exactly two kinds of place."""
+"""The architecture as tests: one-way imports, and SQL in exactly two kinds of place: the
+log's backends, and the read model's SQL modules."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ SQL_HOMES = {
     "eventlog/postgres.py",
     "eventlog/postgres_schema.py",
     "projections/sql.py",
+    "projections/database.py",
 }
-"""The log's SQL lives in its backends; the read model's in one projections module."""
+"""The log's SQL lives in its backends; the read model's in its two SQL modules: its
+statements (`projections/sql.py`) and its connections (`projections/database.py`)."""
 LOWER = {"eventlog": set(), "projections": {"eventlog"}, "replay": {"eventlog", "projections"}}
 EVENTLOG_INTERNALS = {
     "eventlog.sqlite",
@@ -50,8 +53,8 @@ def relative(path: Path) -> str:
 
 @pytest.mark.parametrize("path", modules(), ids=relative)
 def test_sqlite_and_sql_text_stay_in_their_two_homes(path: Path) -> None:
-    """Only the SQLite log backend and the read model's SQL module import sqlite3 or hold
-    SQL text; every other module calls them."""
+    """Only the log's backends and the read model's SQL modules import sqlite3 or hold SQL
+    text; every other module calls them."""
     if relative(path) in SQL_HOMES:
         return
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -75,8 +78,8 @@ def test_sqlite_and_sql_text_stay_in_their_two_homes(path: Path) -> None:
 @pytest.mark.parametrize("path", modules(), ids=relative)
 def test_imports_go_one_way_through_public_modules(path: Path) -> None:
     """replay -> projections -> eventlog, never back; replay uses the `projections` package
-    itself, not its modules, and outside eventlog only the read model's SQLite module reaches
-    the SQLite backend (to share its error translation)."""
+    itself, not its modules, and outside eventlog only the read model's SQL modules reach the
+    SQLite backend (to share its error translation)."""
     package = relative(path).split("/")[0]
     names = imported(ast.parse(path.read_text(encoding="utf-8")))
     for name in names:
