@@ -40,19 +40,44 @@ class Database:
         try:
             return self._conn.execute(statement, params).fetchall()
         except sqlite3.Error as exc:
-            raise translate(exc, "query the read model in", self._where) from None
+            raise self._translate(exc, "query the read model in") from None
 
     def executemany(self, statement: str, rows: Iterable[Sequence[object]]) -> None:
         """Run one statement for many rows."""
         try:
             self._conn.executemany(statement, rows)
         except sqlite3.Error as exc:
-            raise translate(exc, "write the read model in", self._where) from None
+            raise self._translate(exc, "write the read model in") from None
 
     def close(self) -> None:
         """Close the connection if this object opened it; a log's connection stays open."""
         if self._owned:
             self._conn.close()
+
+    def _translate(self, exc: sqlite3.Error, action: str) -> Exception:
+        return translate(exc, action, self._where)
+
+
+def _refuse_writes(conn: sqlite3.Connection) -> None:
+    """Make `conn` read-only, whatever a statement says: SQLite's `query_only` refuses every
+    change to a database, and an authorizer refuses the pragma that would turn it off."""
+    conn.execute("PRAGMA query_only = ON")
+    conn.set_authorizer(_keep_query_only)
+
+
+def _keep_query_only(action: int, name: str | None, value: str | None, *_: str | None) -> int:
+    """Deny setting `query_only` (reading it is allowed); allow everything else."""
+    setting = action == sqlite3.SQLITE_PRAGMA and value is not None
+    if setting and (name or "").lower() == "query_only":
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+def _refused_write(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused a statement as a write on a read-only connection (or the
+    authorizer refused it)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_AUTH)
 
 
 def in_log_file(event_log: EventLog) -> Database:
@@ -71,6 +96,7 @@ def open_read_only(path: Path) -> Database:
     where = f"database {path}"
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        _refuse_writes(conn)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.Error as exc:
         raise translate(exc, "read", where) from None
@@ -167,6 +193,9 @@ class CacheDatabase(Database):
             super().close()
 
 
+SEALED = "this view is read-only: it shows a past state of the log"
+
+
 class ScratchDatabase(Database):
     """A private database to fold a read model into, outside the log's file: in memory (time
     travel, history) or a temporary file beside the log (a rebuild's shadow). Never durable,
@@ -205,18 +234,6 @@ class ScratchDatabase(Database):
         os.close(handle)
         return cls(Path(name))
 
-    def execute(self, statement: str, params: Sequence[object] = ()) -> list[Row]:
-        """Run one statement; writes are refused once the database is sealed."""
-        if self._sealed and not statement.lstrip().upper().startswith(("SELECT", "WITH")):
-            raise ReadOnlyStoreError("this view is read-only: it shows a past state of the log")
-        return super().execute(statement, params)
-
-    def executemany(self, statement: str, rows: Iterable[Sequence[object]]) -> None:
-        """Run one statement for many rows; refused once the database is sealed."""
-        if self._sealed:
-            raise ReadOnlyStoreError("this view is read-only: it shows a past state of the log")
-        super().executemany(statement, rows)
-
     @contextmanager
     def bulk(self) -> Iterator[ScratchDatabase]:
         """One transaction around many writes (much faster than one per statement)."""
@@ -229,8 +246,18 @@ class ScratchDatabase(Database):
         self.execute("COMMIT")
 
     def seal(self) -> None:
-        """Refuse every write from now on."""
+        """Refuse every write from now on (`_refuse_writes`): a statement that would change
+        the database raises `ReadOnlyStoreError`, however it is written."""
+        try:
+            _refuse_writes(self._conn)
+        except sqlite3.Error as exc:
+            raise translate(exc, "seal", self._where) from None
         self._sealed = True
+
+    def _translate(self, exc: sqlite3.Error, action: str) -> Exception:
+        if self._sealed and _refused_write(exc):
+            return ReadOnlyStoreError(SEALED)
+        return super()._translate(exc, action)
 
     @contextmanager
     def snapshot(self) -> Iterator[ScratchDatabase]:
