@@ -46,6 +46,11 @@ CACHE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY nam
 
 # -- knowledge: memory entries, tags, facts, quarantine, operators ------------------------
 
+HIDDEN_QUARANTINED = 1
+"""A bit of `fl_memory.hidden`: a quarantine covers the entry."""
+HIDDEN_SUPERSEDED = 2
+"""A bit of `fl_memory.hidden`: a fact's mirror whose version is no longer current."""
+
 KNOWLEDGE_TABLES = (
     "fl_memory",
     "fl_memory_tag",
@@ -150,9 +155,6 @@ KNOWLEDGE_DDL = (
     ) WITHOUT ROWID""",
 )
 
-HIDDEN_QUARANTINED = 1
-HIDDEN_SUPERSEDED = 2
-
 MEMORY_INSERT = (
     "INSERT INTO fl_memory (id, type, content, tags, importance, task_id, created_at, "
     "source_agent, source_model, source_adapter, producer_task_id, content_hash, claims, "
@@ -193,7 +195,8 @@ FACT_INSERT = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 FACT_MIRRORS_OLDER_HIDE = (
-    "UPDATE fl_memory SET hidden = hidden | 2 WHERE id IN (SELECT position FROM fl_fact "
+    f"UPDATE fl_memory SET hidden = hidden | {HIDDEN_SUPERSEDED} "
+    "WHERE id IN (SELECT position FROM fl_fact "
     "WHERE scope = ? AND run_key = ? AND tag = ? AND key = ? AND position >= ? AND position < ?)"
 )
 FACT_NEWEST_VISIBLE = (
@@ -201,7 +204,8 @@ FACT_NEWEST_VISIBLE = (
     "AND quarantined = 0"
 )
 FACT_MIRRORS_SUPERSEDE = (
-    "UPDATE fl_memory SET hidden = (hidden & ~2) | (CASE WHEN id < ? THEN 2 ELSE 0 END) "
+    f"UPDATE fl_memory SET hidden = (hidden & ~{HIDDEN_SUPERSEDED}) "
+    f"| (CASE WHEN id < ? THEN {HIDDEN_SUPERSEDED} ELSE 0 END) "
     "WHERE id IN (SELECT position FROM fl_fact "
     "WHERE scope = ? AND run_key = ? AND tag = ? AND key = ?)"
 )
@@ -216,7 +220,9 @@ QUARANTINE_COVER = (
 QUARANTINE_COVERED_BY = "SELECT event_position FROM fl_quarantined WHERE quarantine_position = ?"
 QUARANTINE_UNCOVER = "DELETE FROM fl_quarantined WHERE quarantine_position = ?"
 QUARANTINE_STILL_COVERED = "SELECT 1 FROM fl_quarantined WHERE event_position = ? LIMIT 1"
-QUARANTINE_SET_MEMORY = "UPDATE fl_memory SET hidden = (hidden & ~1) | ? WHERE id = ?"
+QUARANTINE_SET_MEMORY = (
+    f"UPDATE fl_memory SET hidden = (hidden & ~{HIDDEN_QUARANTINED}) | ? WHERE id = ?"
+)
 QUARANTINE_SET_FACT = "UPDATE fl_fact SET quarantined = ? WHERE position = ?"
 QUARANTINE_CANDIDATES = (
     "SELECT id FROM fl_memory WHERE id < ? {where_memory} "
@@ -292,7 +298,7 @@ NEWEST_AFTER = (
 )
 ENTRIES_BY_ID = "SELECT " + ENTRY_COLUMNS + " FROM fl_memory m WHERE m.id IN ({marks})"
 FILTER_VISIBLE = " AND m.hidden = 0"
-FILTER_NOT_SUPERSEDED = " AND m.hidden & 2 = 0"
+FILTER_NOT_SUPERSEDED = f" AND m.hidden & {HIDDEN_SUPERSEDED} = 0"
 
 FACT_COLUMNS = (
     "f.tag, f.key, f.value, f.scope, f.producer_task_id, f.ts_ns, f.content_hash, f.position, "
