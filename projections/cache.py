@@ -59,6 +59,7 @@ from projections.projector import (
     checkpoint_rows,
     checkpoints_at,
     copy_tables,
+    folded_to,
     recreate,
     reset_checkpoints,
 )
@@ -128,8 +129,8 @@ class CacheProjection:
             self._claim(db)
             db.execute(sql.CHECKPOINT_DDL)
             rows = checkpoint_rows(db)
-            for position, chain_hash in {row[1:] for row in rows.values()}:
-                self._check(Head(position=position, chain_hash=chain_hash))
+            for named in {head for row in rows.values() if (head := row.head()) is not None}:
+                self._check(named)
             if self._state_of(rows) is None:
                 if rows or any(table_exists(db, t) for p in self._projectors for t in p.tables):
                     log.warning("cache_rebuild", path=self._cache.path, reason="projectors")
@@ -279,7 +280,7 @@ class CacheProjection:
 
     def _refuse_other_files(self, db: CacheDatabase) -> None:
         """Refuse a file that is no cache at all, such as a log's own file."""
-        tables = {row[0] for row in db.execute(sql.CACHE_TABLES)}
+        tables = {row.name for row in sql.CACHE_TABLES.rows(db)}
         if tables and sql.CACHE_META_TABLE not in tables:
             raise CacheRefusedError(
                 f"{self._cache.path} is not a read-model cache: it holds other tables (is it a "
@@ -292,12 +293,12 @@ class CacheProjection:
         is no cache at all)."""
         self._refuse_other_files(db)
         db.execute(sql.CACHE_META_DDL)
-        row = db.execute(sql.CACHE_META_GET, (LOG_ID,))
-        if not row:
+        meta = sql.CACHE_META_GET.first(db, (LOG_ID,))
+        if meta is None:
             db.execute(sql.CACHE_META_PUT, (LOG_ID, self._log.log_id))
-        elif row[0][0] != self._log.log_id:
+        elif meta.value != self._log.log_id:
             raise CacheRefusedError(
-                f"the cache {self._cache.path} folds log {row[0][0]}, not log "
+                f"the cache {self._cache.path} folds log {meta.value}, not log "
                 f"{self._log.log_id}; it was kept as it is",
                 path=self._cache.path,
             )
@@ -341,18 +342,16 @@ class CacheProjection:
             )
         return state
 
-    def _state_of(self, found: dict[str, tuple[Any, ...]]) -> Head | None:
+    def _state_of(self, found: dict[object, sql.Checkpoint]) -> Head | None:
         """The checkpoint every projector shares at its code's version (`checkpoint_rows`),
         or None."""
-        if set(found) != {p.name for p in self._projectors} or any(
-            found[p.name][0] != p.version for p in self._projectors
-        ):
+        if set(found) != {p.name for p in self._projectors}:
             return None
-        heads = {found[p.name][1:] for p in self._projectors}
+        heads = {folded_to(found[p.name], p) for p in self._projectors}
         if len(heads) != 1:
             return None
-        [(position, chain_hash)] = heads
-        return Head(position=position, chain_hash=chain_hash)
+        [head] = heads
+        return head
 
 
 class _CacheSnapshot:

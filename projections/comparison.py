@@ -118,7 +118,12 @@ def _checkpoint_drift(
                 )
                 drift.append(Drift(table=CHECKPOINTS, row=where, reason=reason))
             continue
-        version, position, chain_hash = folded[projector.name]
+        checkpoint = folded[projector.name]
+        version, position, chain_hash = (
+            checkpoint.version,
+            checkpoint.position,
+            checkpoint.chain_hash,
+        )
         if not isinstance(position, int) or position < 0 or position > head.position:
             reason = (
                 f"folded up to position {position}, past the log's head {head.position}: "
@@ -149,13 +154,13 @@ def _checkpoint_drift(
 
 def _table_drift(live: Readable, fresh: Readable, table: str) -> Iterator[Drift]:
     """The rows where `live`'s `table` differs from `fresh`'s, in primary-key order."""
-    info = fresh.execute(sql.TABLE_INFO, (table, "main"))
-    columns = [name for name, _ in info]
-    keys = [index for _, index, _ in sorted((pk, i, n) for i, (n, pk) in enumerate(info) if pk)]
+    info = sql.TABLE_INFO.rows(fresh, (table, "main"))
+    columns = [column.name for column in info]
+    keys = [index for _, index in sorted((c.pk, i) for i, c in enumerate(info) if c.pk)]
     if not table_exists(live, table):
         yield Drift(table=table, row="", reason="the table is missing")
         return
-    if [name for name, _ in live.execute(sql.TABLE_INFO, (table, "main"))] != columns:
+    if [column.name for column in sql.TABLE_INFO.rows(live, (table, "main"))] != columns:
         yield Drift(table=table, row="", reason="its columns are not the ones the code creates")
         return
     ours, theirs = table_rows(live, table), table_rows(fresh, table)

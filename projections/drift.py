@@ -40,7 +40,6 @@ from eventlog.signing import authorization_of, claims_of, is_unsigned_import
 from projections import sql
 from projections.entries import MemoryEntry
 from projections.projector import ModelSnapshot
-from projections.reads import over_positions
 
 log = get_logger("factledger.projections")
 
@@ -109,7 +108,7 @@ def unconfirmed_entries(
     covers). Each is logged as an error."""
     head = snap.head().position
     positions = [entry.id for entry in entries]
-    covered = {row[0] for row in over_positions(snap, sql.LINEAGE_QUARANTINED_AMONG, positions)}
+    covered = {row.position for row in sql.LINEAGE_QUARANTINED_AMONG.among(snap, positions)}
     found: dict[int, tuple[str, ...]] = {}
     for entry in entries:
         problems = entry_problems(entry, _event_at(snap, entry.id, head))

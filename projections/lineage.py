@@ -31,7 +31,8 @@ from eventlog import (
 )
 from projections import sql
 from projections.projector import TableWriter
-from projections.reads import Readable, Row, over_positions
+from projections.sql import Link as Link
+from projections.sql import Readable
 
 Reader = tuple[str, str, str]
 """A reader: (adapter, task, run), with '' for no adapter and no run."""
@@ -71,8 +72,8 @@ class LineageProjector:
 
         def source_set(reader: Reader) -> int | None:
             if reader not in sets:
-                found = writer.execute(sql.LINEAGE_READER_SET, reader)
-                sets[reader] = found[0][0] if found else None
+                found = sql.LINEAGE_READER_SET.first(writer, reader)
+                sets[reader] = None if found is None else found.source_set
             return sets[reader]
 
         for record in records:
@@ -129,19 +130,19 @@ def check_sources(head: int, events: Iterable[NewEvent]) -> None:
             )
 
 
-def parents(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """(child, parent, via receipt or None) for every link into `positions`."""
-    return over_positions(db, sql.LINEAGE_PARENTS, positions)
+def parents(db: Readable, positions: Sequence[int]) -> list[Link]:
+    """Every link into `positions`: from a child (`origin`) to its parent (`reached`)."""
+    return sql.LINEAGE_PARENTS.among(db, positions)
 
 
-def children(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """(parent, child, via receipt or None) for every link out of `positions`."""
-    return over_positions(db, sql.LINEAGE_CHILDREN, positions)
+def children(db: Readable, positions: Sequence[int]) -> list[Link]:
+    """Every link out of `positions`: from a parent (`origin`) to its child (`reached`)."""
+    return sql.LINEAGE_CHILDREN.among(db, positions)
 
 
 def ancestors(db: Readable, positions: Sequence[int]) -> dict[int, set[int]]:
     """Every ancestor of each of `positions` that has any."""
     found: dict[int, set[int]] = {}
-    for root, ancestor in over_positions(db, sql.LINEAGE_ANCESTORS, positions):
-        found.setdefault(root, set()).add(ancestor)
+    for row in sql.LINEAGE_ANCESTORS.among(db, positions):
+        found.setdefault(row.root, set()).add(row.position)
     return found

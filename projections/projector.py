@@ -139,18 +139,26 @@ def copy_tables(writer: TableWriter, source: Readable, projectors: Sequence[Proj
                 writer.executemany(sql.TABLE_INSERT.format(table=table, marks=marks), chunk)
 
 
-def checkpoint_rows(db: Readable) -> dict[str, tuple[Any, ...]]:
-    """Each projector's checkpoint in `db` by name: (version, position, chain hash); none
-    when the checkpoint table is missing."""
-    if not db.execute(sql.CHECKPOINT_TABLE_EXISTS):
+def checkpoint_rows(db: Readable) -> dict[object, sql.Checkpoint]:
+    """Each projector's checkpoint in `db` by name, as stored; none when the checkpoint table
+    is missing."""
+    if not sql.CHECKPOINT_TABLE_EXISTS.exists(db):
         return {}
-    return {row[0]: tuple(row[1:]) for row in db.execute(sql.CHECKPOINT_ROWS)}
+    return {row.name: row for row in sql.CHECKPOINT_ROWS.rows(db)}
 
 
 def checkpoints_at(db: Readable, projectors: Sequence[Projector], head: Head) -> bool:
     """Whether every projector's checkpoint in `db` is `head` at its code's version."""
     found = checkpoint_rows(db)
-    return all(found.get(p.name) == (p.version, head.position, head.chain_hash) for p in projectors)
+    return all(folded_to(found.get(p.name), p) == head for p in projectors)
+
+
+def folded_to(checkpoint: sql.Checkpoint | None, projector: Projector) -> Head | None:
+    """Where `checkpoint` says `projector` is folded up to, if it names a position at the
+    code's version of the projector."""
+    if checkpoint is None or checkpoint.version != projector.version:
+        return None
+    return checkpoint.head()
 
 
 def tables_kept(db: Readable, projector: Projector) -> list[str]:
@@ -331,7 +339,7 @@ class Projection:
         file since this handle last found it so (`PRAGMA data_version`; its own appends fold
         as they go) and, `with_head`, the head is still the one it found or wrote (an append
         around the API through this handle's own log is caught up before a write)."""
-        version = self._db.execute(sql.DATA_VERSION)[0][0]
+        version = sql.DATA_VERSION.one(self._db).data_version
         verified = self._verified
         if (
             verified is not None
@@ -366,11 +374,11 @@ class Projection:
     def _reset_stale(self, tx: LogTransaction) -> None:
         head = tx.head()
         for projector in self._projectors:
-            row = self._db.execute(sql.CHECKPOINT_GET, (projector.name,))
+            row = sql.CHECKPOINT_GET.first(self._db, (projector.name,))
             reason = self._staleness(tx, projector, row, head.position)
             if reason is None:
                 continue
-            if row:
+            if row is not None:
                 log.warning("projector_rebuild", projector=projector.name, reason=reason)
             elif kept := tables_kept(self._db, projector):
                 reason = f"no checkpoint, though its tables are kept ({', '.join(kept)})"
@@ -383,21 +391,28 @@ class Projection:
 
     @staticmethod
     def _staleness(
-        tx: LogTransaction, projector: Projector, row: list[tuple[Any, ...]], head: int
+        tx: LogTransaction, projector: Projector, row: sql.Checkpoint | None, head: int
     ) -> str | None:
-        if not row:
+        if row is None:
             return "new"
-        version, position, chain_hash = row[0]
-        if version != projector.version:
-            return f"version {version} -> {projector.version}"
-        if position > head:
-            return f"checkpoint at {position} is past the log head {head}"
-        if position and chain_at(tx, position) != chain_hash:
-            return f"checkpoint at {position} does not match the log"
+        if row.version != projector.version:
+            return f"version {row.version!r} -> {projector.version}"
+        at = row.head()
+        if at is None:
+            return "its checkpoint names no log position"
+        if at.position > head:
+            return f"checkpoint at {at.position} is past the log head {head}"
+        if at.position and chain_at(tx, at.position) != at.chain_hash:
+            return f"checkpoint at {at.position} does not match the log"
         return None
 
     def _catch_up(self, tx: LogTransaction) -> None:
-        applied: dict[str, int] = {name: pos for name, pos in self._db.execute(sql.CHECKPOINT_ALL)}
+        found = checkpoint_rows(self._db)
+        applied = {
+            p.name: at.position
+            for p in self._projectors
+            if (at := folded_to(found.get(p.name), p)) is not None
+        }
         head = tx.head().position
         lowest = min(applied.get(name, 0) for name in self._names)
         if lowest >= head:

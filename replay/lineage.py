@@ -10,14 +10,14 @@ import msgspec
 
 from eventlog import InvalidInputError, ReadSnapshot, open_log
 from eventlog.checks import check_position
-from projections import Readable, Row, default_projectors, inquiries, read_model_at_head
+from projections import Readable, default_projectors, inquiries, read_model_at_head
 from projections import lineage as graph
 
 Direction = Literal["up", "down", "both"]
 DIRECTIONS: tuple[Direction, ...] = ("up", "down", "both")
 
-Step = Callable[[Readable, Sequence[int]], list[Row]]
-"""`projections.lineage.parents` or `children`: rows of (from, to, via receipt or None)."""
+Step = Callable[[Readable, Sequence[int]], list[graph.Link]]
+"""`projections.lineage.parents` or `children`."""
 
 
 class LineageNode(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,9 +89,9 @@ def levels(
     found: list[list[tuple[int, int, int | None]]] = []
     while frontier and (depth is None or len(found) < depth):
         level: dict[int, tuple[int, int | None]] = {}
-        for origin, reached, via in step(model, frontier):
-            if reached not in seen and reached not in level:
-                level[reached] = (origin, via)
+        for link in step(model, frontier):
+            if link.reached not in seen and link.reached not in level:
+                level[link.reached] = (link.origin, link.via)
         if not level:
             break
         seen.update(level)
@@ -134,8 +134,8 @@ def descendant_levels(
     found = levels(model, roots, graph.children, depth)
     included: dict[int, list[int]] = {}
     for row in inquiries.receipts_touching(model, [p for level in found for p, _, _ in level]):
-        if row[5]:
-            included.setdefault(row[4], []).append(row[0])
+        if row.included:
+            included.setdefault(row.event_position, []).append(row.receipt_position)
     return [
         [
             Descendant(**msgspec.structs.asdict(node), reached=included.get(node.position, []))

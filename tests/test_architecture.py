@@ -27,6 +27,9 @@ EVENTLOG_INTERNALS = {
     "eventlog.drafts",
     "eventlog.postgres_schema",
 }
+WHOLE_TABLES = "projections/tables.py"
+"""Reads every row of any projector table as SQLite returns it, to compare and digest whole
+tables; every other row outside the SQL modules is the Struct its query declares."""
 SQL_TEXT = re.compile(
     r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|WITH)\b"
     r"|\b(FROM|WHERE|VALUES|JOIN)\b.*\?"
@@ -90,3 +93,30 @@ def test_imports_go_one_way_through_public_modules(path: Path) -> None:
         assert [] == sorted(n for n in names if n.startswith("projections."))
     if package != "eventlog" and relative(path) not in SQL_HOMES:
         assert [] == sorted(names & EVENTLOG_INTERNALS)
+
+
+@pytest.mark.parametrize("path", modules(), ids=relative)
+def test_rows_are_read_as_their_queries_structs_outside_the_sql_modules(path: Path) -> None:
+    """Outside the SQL modules no row is read by position: a query returns the Structs it
+    declares (`projections.sql.Query`), and what a bare `execute` returns is only passed on
+    by another `execute` (a snapshot's, a transaction's) or dropped. Whole tables, compared
+    as SQLite returns them, are `WHOLE_TABLES`'s."""
+    if relative(path) in SQL_HOMES or relative(path) == WHOLE_TABLES:
+        return
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    read = []
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        dropped = {id(s.value) for s in ast.walk(function) if isinstance(s, ast.Expr)}
+        passed_on = {id(s.value) for s in ast.walk(function) if isinstance(s, ast.Return)}
+        for call in ast.walk(function):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "execute"
+                and id(call) not in dropped
+                and not (function.name == "execute" and id(call) in passed_on)
+            ):
+                read.append(f"{function.name}:{call.lineno}")
+    assert [] == read
