@@ -16,7 +16,15 @@ from projections.agent_reads import (
     recall,
 )
 from projections.cache import CacheProjection, linked_events, open_read_model
-from projections.comparison import Drift, DriftReport, checkpoint_drift, read_model_drift
+from projections.comparison import (
+    Drift,
+    DriftReport,
+    TableComparison,
+    checkpoint_drift,
+    compare_tables,
+    read_model_drift,
+    table_digests,
+)
 from projections.database import ScratchDatabase
 from projections.drift import READ_MODEL_MISMATCH
 from projections.entries import Fact, MemoryEntry
@@ -115,6 +123,7 @@ __all__ = [
     "Scope",
     "ScratchDatabase",
     "SyncTimeoutError",
+    "TableComparison",
     "TableWriter",
     "__version__",
     "active_trust_policy",
@@ -125,6 +134,7 @@ __all__ = [
     "check_scope",
     "check_tag",
     "checkpoint_drift",
+    "compare_tables",
     "conflicts",
     "default_projectors",
     "escape_invisible",
@@ -153,6 +163,7 @@ __all__ = [
     "render",
     "run_key",
     "table_digest",
+    "table_digests",
     "table_exists",
     "table_rows",
     "taint",

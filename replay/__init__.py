@@ -4,6 +4,7 @@ history, forensics, and the `factledger` command line."""
 from __future__ import annotations
 
 from eventlog import __version__
+from projections import TableComparison
 from replay.audit import AuditProblem, AuditReport, CheckpointSummary, verify
 from replay.bootstrap import LogMade, init_log, init_postgres
 from replay.checkpoints import Checkpoint, NoteSignature, checkpoint
@@ -57,7 +58,7 @@ from replay.proofs import (
     verify_inclusion,
 )
 from replay.quarantine import quarantine, release
-from replay.rebuild import RebuildReport, TableComparison, rebuild
+from replay.rebuild import RebuildReport, rebuild
 from replay.timetravel import as_of
 from replay.transfer import ExportHeader, ImportReport, export_log, import_legacy
 

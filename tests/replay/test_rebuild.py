@@ -211,7 +211,7 @@ def test_appends_before_the_swap_are_not_lost(
     populate(store)
     writer = make_store()
     kb = CrossTaskKB(writer, run_id="run-2", producer_task_id="late")
-    compare = rebuild_module._compare
+    compare = rebuild_module.compare_tables
 
     def compare_then_append(*args: Any) -> Any:
         result = compare(*args)
@@ -219,7 +219,7 @@ def test_appends_before_the_swap_are_not_lost(
         kb.publish("api", "base_url", "v3", scope="project")
         return result
 
-    monkeypatch.setattr(rebuild_module, "_compare", compare_then_append)
+    monkeypatch.setattr(rebuild_module, "compare_tables", compare_then_append)
     report = rebuild(db_path, swap=True)
     head = store.event_log.head().position
     assert (head - 2, head, head) == (report.compared_at, report.swapped_at, report.events)
@@ -274,7 +274,7 @@ def test_shadow_file_is_removed_even_when_the_rebuild_fails(
     def fail(*args: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(rebuild_module, "_compare", fail)
+    monkeypatch.setattr(rebuild_module, "compare_tables", fail)
     with pytest.raises(RuntimeError):
         rebuild(db_path, swap=True)
     assert [] == leftovers(db_path.parent)
