@@ -68,11 +68,6 @@ from projections.tables import table_exists
 
 log = get_logger("factledger.projections")
 
-CATCH_UP_CHUNK = 8192
-"""Events folded per cache transaction while catching up; the write lock is let go between
-them, so a long rebuild does not starve other processes sharing the cache."""
-LINK_CHUNK = 1024
-"""Rows re-linked at a time before they are decoded and folded."""
 LOG_ID = "log_id"
 
 
@@ -159,7 +154,9 @@ class CacheProjection:
                 with self._cache.write() as db:
                     state = self._state(db)
                     if state.position < head.position:
-                        until = min(head.position, state.position + CATCH_UP_CHUNK)
+                        # A batch per transaction: the write lock is let go between them, so
+                        # a long catch-up does not starve other processes sharing the cache.
+                        until = min(head.position, state.position + sql.BATCH)
                         state = self._fold(db, state, until)
         if state.position == head.position:
             if not _same_chain(state.chain_hash, head.chain_hash):
@@ -461,7 +458,7 @@ def linked_events(
 
 
 def _chunks(rows: Iterator[StoredRow]) -> Iterator[list[StoredRow]]:
-    while chunk := list(itertools.islice(rows, LINK_CHUNK)):
+    while chunk := list(itertools.islice(rows, sql.BATCH)):
         yield chunk
 
 

@@ -51,7 +51,6 @@ from projections.tables import table_chunks, table_exists
 
 log = get_logger("factledger.projections")
 
-FOLD_BATCH = 2000
 SYNC_POLL_S = (0.001, 0.02)
 """A waiting `sync` checks the log after the first of these, doubling up to the second."""
 
@@ -99,12 +98,10 @@ def fold(
     return count
 
 
-def batches(
-    events: Iterable[RecordedEvent], size: int = FOLD_BATCH
-) -> Iterator[list[RecordedEvent]]:
-    """`events` in lists of at most `size`, in order: projectors fold a batch at a time."""
+def batches(events: Iterable[RecordedEvent]) -> Iterator[list[RecordedEvent]]:
+    """`events` in lists of at most `sql.BATCH`, in order: projectors fold a batch at a time."""
     iterator = iter(events)
-    while batch := list(itertools.islice(iterator, size)):
+    while batch := list(itertools.islice(iterator, sql.BATCH)):
         yield batch
 
 

@@ -22,6 +22,11 @@ Row = tuple[Any, ...]
 """A row as SQLite returns it (`Readable.execute`)."""
 ID_BATCH = 500
 """Positions bound per statement by `Query.among`, well under SQLite's limit."""
+BATCH = 4096
+"""How much the read side handles at a time: events folded per projector call, re-linked per
+chunk and per cache transaction while a cache catches up, and rows read per statement when a
+whole table is read. Large enough that inserts go in bulk and statements are few, small
+enough that memory stays flat however long the log."""
 
 
 class Readable(Protocol):

@@ -16,7 +16,6 @@ from eventlog import InvalidInputError
 from projections import sql
 from projections.sql import Readable, Row
 
-CHUNK_ROWS = 4096
 _ENCODER = msgspec.msgpack.Encoder()
 
 
@@ -39,13 +38,14 @@ def table_chunks(db: Readable, table: str, *, schema: str = "main") -> Iterator[
     after = sql.TABLE_CHUNK_AFTER.format(
         schema=schema, table=table, key=key, marks=", ".join("?" * len(positions))
     )
-    rows = db.execute(first, (CHUNK_ROWS,))
+    size = sql.BATCH
+    rows = db.execute(first, (size,))
     while rows:
         yield rows
-        if len(rows) < CHUNK_ROWS:
+        if len(rows) < size:
             return
         last = rows[-1]
-        rows = db.execute(after, (*(last[i] for i in positions), CHUNK_ROWS))
+        rows = db.execute(after, (*(last[i] for i in positions), size))
 
 
 def table_rows(db: Readable, table: str, *, schema: str = "main") -> Iterator[Row]:

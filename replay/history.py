@@ -46,6 +46,7 @@ from projections import (
     KnowledgeProjector,
     Readable,
     ScratchDatabase,
+    batches,
     check_key,
     check_scope,
     check_tag,
@@ -60,8 +61,6 @@ from replay.conflicts import HeldVersion, held_version
 
 Status = Literal["current", "superseded", "quarantined"]
 Change = Literal["added", "changed", "removed"]
-
-FOLD_BATCH = 4096
 
 
 class FactVersion(msgspec.Struct, frozen=True, kw_only=True):
@@ -427,33 +426,32 @@ def _fold_noting_causes(
                 causes[identity] = record
         batch.clear()
 
-    for record in events:
-        payload = record.payload
-        match payload:
-            case (
-                FactPublished()
-                | MemoryAdded()
-                | MemoryRemoved()
-                | MemoryReweighted()
-                | RecallRecorded()
-                | OperatorAdded()
-                | OperatorRemoved()
-                | ConflictPolicySet()
-            ):
-                batch.append(record)
-                if len(batch) >= FOLD_BATCH:
+    for chunk in batches(events):
+        for record in chunk:
+            payload = record.payload
+            match payload:
+                case (
+                    FactPublished()
+                    | MemoryAdded()
+                    | MemoryRemoved()
+                    | MemoryReweighted()
+                    | RecallRecorded()
+                    | OperatorAdded()
+                    | OperatorRemoved()
+                    | ConflictPolicySet()
+                ):
+                    batch.append(record)
+                case QuarantineApplied() | QuarantineReleased() | FactApproved() | FactRejected():
                     fold_batch()
-            case QuarantineApplied() | QuarantineReleased() | FactApproved() | FactRejected():
-                fold_batch()
-                before = _current(scratch)
-                projector.apply(scratch, [record])
-                after = _current(scratch)
-                for identity in before.keys() | after.keys():
-                    if before.get(identity) != after.get(identity):
-                        causes[identity] = record
-            case _:
-                assert_never(payload)
-    fold_batch()
+                    before = _current(scratch)
+                    projector.apply(scratch, [record])
+                    after = _current(scratch)
+                    for identity in before.keys() | after.keys():
+                        if before.get(identity) != after.get(identity):
+                            causes[identity] = record
+                case _:
+                    assert_never(payload)
+        fold_batch()
     return causes
 
 

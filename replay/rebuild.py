@@ -48,8 +48,6 @@ from projections import (
 
 log = get_logger("factledger.replay")
 
-BATCH_EVENTS = 8192
-"""Events folded per projector call: large batches let projectors insert rows in bulk."""
 Progress = Callable[[int, int], None]
 
 
@@ -210,7 +208,7 @@ def _fold(
     Returns the last position folded (None if there were no events)."""
     last = None
     with shadow.bulk():
-        for batch in batches(events, BATCH_EVENTS):
+        for batch in batches(events):
             for projector in projectors:
                 projector.apply(shadow, batch)
             last = batch[-1].position

@@ -31,7 +31,6 @@ from projections import (
     open_view,
     sql,
 )
-from projections import tables as tables_module
 from projections.tables import table_digest, table_rows
 from replay.cli.output import to_json, to_text
 from replay.rebuild import RebuildReport, rebuild
@@ -192,7 +191,7 @@ def test_appends_while_folding_are_compared(
     store = make_store()
     store.add_many([{"type": "learning", "content": f"n{i}"} for i in range(5)])
     writer = make_store()
-    monkeypatch.setattr(rebuild_module, "BATCH_EVENTS", 2)
+    monkeypatch.setattr(sql, "BATCH", 2)
 
     def append_once(position: int, head: int) -> None:
         if position == 2:
@@ -322,7 +321,7 @@ def test_table_digest_ignores_insertion_order_and_chunking(
     rows = [(i, f"v{i % 7}", i * 0.5) for i in range(40)]
     digests = set()
     for order, chunk in ((rows, 4096), (rows[::-1], 3), (rows[7:] + rows[:7], 16)):
-        monkeypatch.setattr(tables_module, "CHUNK_ROWS", chunk)
+        monkeypatch.setattr(sql, "BATCH", chunk)
         scratch = ScratchDatabase()
         scratch.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT, c REAL)")
         scratch.executemany("INSERT INTO t VALUES (?, ?, ?)", order)
