@@ -210,6 +210,7 @@ def _newest(
     ranked: list[RankedRow] = []
     found = 0
     chunk = limit
+    after = sql.NEWEST_AFTER.format(filters=filters)
     rows = sql.NEWEST_FIRST.format(filters=filters).rows(db, [*params, chunk])
     while True:
         for row in rows:
@@ -220,7 +221,14 @@ def _newest(
         if len(rows) < chunk:
             return ranked
         chunk = min(2 * chunk, MAX_POSITION)
-        rows = sql.NEWEST_AFTER.format(filters=filters).rows(db, [rows[-1].id, *params, chunk])
+        rows = after.rows(db, [rows[-1].id, *params, chunk])
+
+
+class _Walk(NamedTuple):
+    """The statements a ranked read walks a tag's list with, its filters filled in."""
+
+    first: sql.Query[sql.TagRanked]
+    after: sql.Query[sql.TagRanked]
 
 
 class _TagList:
@@ -245,14 +253,12 @@ class _TagList:
             self.cap = cap
         return self.size
 
-    def read(self, db: Readable, filters: str, params: list[object]) -> list[sql.TagRanked]:
-        """The next chunk of entries the filters pass; chunks double as the read goes on."""
+    def read(self, db: Readable, walk: _Walk, params: list[object]) -> list[sql.TagRanked]:
+        """The next chunk of entries the walk's filters pass; chunks double as it goes on."""
         if self.reached is _TOP:
-            query = sql.RANKED_FIRST.format(filters=filters)
-            rows = query.rows(db, [self.tag, *params, self.chunk])
+            rows = walk.first.rows(db, [self.tag, *params, self.chunk])
         else:
-            query = sql.RANKED_AFTER.format(filters=filters)
-            rows = query.rows(db, [self.tag, *self.reached, *params, self.chunk])
+            rows = walk.after.rows(db, [self.tag, *self.reached, *params, self.chunk])
         if len(rows) < self.chunk:
             self.exhausted = True
         else:
@@ -280,6 +286,7 @@ def _search(
     entries sharing several tags. The cost is the rows read, not the rows the tags cover.
     """
     wanted = frozenset(tags)
+    walk = _Walk(sql.RANKED_FIRST.format(filters=filters), sql.RANKED_AFTER.format(filters=filters))
     lists = [_TagList(tag, max(FIRST_CHUNK, limit)) for tag in tags]
     seen: dict[int, RankedRow] = {}
     best: list[Rank] = []
@@ -292,7 +299,7 @@ def _search(
             if len(lists) == shared and (importance, entry_id) >= min(t.reached for t in lists):
                 break
         source = lists[0] if len(lists) == 1 else _shortest(db, lists)
-        for row in source.read(db, filters, params):
+        for row in source.read(db, walk, params):
             if row.id in seen:
                 continue
             rank = (len(wanted.intersection(row.tags.split(","))), row.importance, row.id)

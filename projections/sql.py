@@ -10,6 +10,7 @@ no other module reads a row by position.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from types import GenericAlias
 from typing import Any, Generic, Protocol, TypeVar, cast
@@ -54,7 +55,7 @@ class Query(Generic[R]):
     def __init__(self, text: str, row: type[R]) -> None:
         self.text = text
         self.row = row
-        self._many: Any = GenericAlias(list, (row,))
+        self._many = _list_of(row)
 
     def format(self, **parts: str) -> Query[R]:
         """The query with its `{fields}` filled by constant fragments (never input)."""
@@ -108,6 +109,12 @@ class Query(Generic[R]):
                         "--swap` refolds it from the log)"
                     )
         return f"the read model holds rows a {self.row.__name__} cannot hold"
+
+
+@functools.cache
+def _list_of(row: type[Columns]) -> Any:
+    """`list[row]`, made once per row type: msgspec converts a statement's rows in one call."""
+    return GenericAlias(list, (row,))
 
 
 class Present(Columns, frozen=True):
