@@ -31,11 +31,11 @@ from eventlog import (
     FactRejected,
     RecordedEvent,
 )
-from projections import sql
+from projections import sql_audit, sql_knowledge
 from projections.projector import TableWriter
-from projections.sql import Held as Held
-from projections.sql import Policy as Policy
 from projections.sql import Readable
+from projections.sql_knowledge import Held as Held
+from projections.sql_knowledge import Policy as Policy
 
 ALLOW = "allow"
 DENY = "deny"
@@ -108,11 +108,12 @@ def set_policy(writer: TableWriter, position: int, payload: ConflictPolicySet) -
     if payload.on_conflict != ALLOW and not isinstance(payload.owners, UnsetType):
         owners = msgspec.json.encode(sorted(set(payload.owners))).decode("utf-8")
     writer.execute(
-        sql.CONFLICT_POLICY_PUT, (scope, payload.tag, payload.on_conflict, position, owners)
+        sql_knowledge.CONFLICT_POLICY_PUT,
+        (scope, payload.tag, payload.on_conflict, position, owners),
     )
 
 
-def owned(policy: InForce, adapter: str | None, current: sql.Current | None) -> bool:
+def owned(policy: InForce, adapter: str | None, current: sql_knowledge.Current | None) -> bool:
     """Whether a version written under `adapter` may become current under `policy`, given
     the version current when it was written, if any."""
     mode, owners = policy
@@ -131,27 +132,27 @@ def admitted(
     """The versions among `facts` (in log order) that may become current (`owned`); the
     others are recorded as denied or pending. The version current at each one's position is
     the table's, or an earlier admitted one in `facts`."""
-    if not sql.CONFLICT_ANY.exists(writer):
+    if not sql_knowledge.CONFLICT_ANY.exists(writer):
         return list(facts)
     policies: dict[str, dict[str, InForce]] = {}
-    current: dict[Identity, sql.Current | None] = {}
+    current: dict[Identity, sql_knowledge.Current | None] = {}
     kept: list[Publication] = []
     for fact in facts:
         if fact.tag not in policies:
-            rows = sql.CONFLICT_POLICIES_FOR.rows(writer, (fact.tag,))
+            rows = sql_knowledge.CONFLICT_POLICIES_FOR.rows(writer, (fact.tag,))
             policies[fact.tag] = {row.scope: (row.on_conflict, _owners(row.owners)) for row in rows}
         by_scope = policies[fact.tag]
         policy = by_scope.get(fact.scope, by_scope.get("", (ALLOW, None)))
         identity = identity_of(fact)
         if identity not in current:
-            current[identity] = sql.CONFLICT_CURRENT.first(writer, identity)
+            current[identity] = sql_knowledge.CONFLICT_CURRENT.first(writer, identity)
         now = current[identity]
         if not owned(policy, fact.source_adapter, now):
             status = DENIED if policy[0] == DENY else PENDING
             contested = None if now is None else now.position
-            writer.execute(sql.HELD_INSERT, _held_row(fact, identity, status, contested))
+            writer.execute(sql_knowledge.HELD_INSERT, _held_row(fact, identity, status, contested))
             continue
-        current[identity] = sql.Current(fact.position, fact.source_adapter)
+        current[identity] = sql_knowledge.Current(fact.position, fact.source_adapter)
         kept.append(fact)
     return kept
 
@@ -173,14 +174,16 @@ def decide(
     """Fold an operator's decision on a pending version. An approval returns the version to
     publish when it is newer than the current one (an older one is recorded approved only);
     a decision on anything but a pending version changes nothing."""
-    held = sql.HELD_GET.first(writer, (payload.position,))
+    held = sql_knowledge.HELD_GET.first(writer, (payload.position,))
     if held is None or held.status != PENDING:
         return None
     status = APPROVED if isinstance(payload, FactApproved) else REJECTED
-    writer.execute(sql.HELD_DECIDE, (status, position, payload.position))
+    writer.execute(sql_knowledge.HELD_DECIDE, (status, position, payload.position))
     if status == REJECTED:
         return None
-    now = sql.CONFLICT_CURRENT.first(writer, (held.scope, held.run_key, held.tag, held.key))
+    now = sql_knowledge.CONFLICT_CURRENT.first(
+        writer, (held.scope, held.run_key, held.tag, held.key)
+    )
     if now is not None and now.position > held.position:
         return None
     return Publication.held(held)
@@ -188,7 +191,7 @@ def decide(
 
 def held_versions(db: Readable, positions: Sequence[int]) -> list[Held]:
     """Held versions among `positions`."""
-    return sql.HELD_AMONG.among(db, positions)
+    return sql_knowledge.HELD_AMONG.among(db, positions)
 
 
 def held_matching(
@@ -200,19 +203,19 @@ def held_matching(
     run_id: str | None = None,
 ) -> list[Held]:
     """Held versions matching every given filter, oldest first."""
-    filters, params = sql.fact_filters(scope, tag, key, run_id)
-    return sql.HELD_MATCHING.format(filters=filters).rows(db, params)
+    filters, params = sql_audit.fact_filters(scope, tag, key, run_id)
+    return sql_knowledge.HELD_MATCHING.format(filters=filters).rows(db, params)
 
 
 def policies(db: Readable) -> list[Policy]:
     """Every tag's policy in force."""
-    return sql.CONFLICT_POLICIES.rows(db)
+    return sql_knowledge.CONFLICT_POLICIES.rows(db)
 
 
 def _held_row(
     fact: Publication, identity: Identity, status: str, contested: int | None
 ) -> tuple[object, ...]:
-    """A `fl_fact_held` row, in `sql.HELD_INSERT`'s column order."""
+    """A `fl_fact_held` row, in `sql_knowledge.HELD_INSERT`'s column order."""
     return (
         fact.position,
         *identity,

@@ -37,7 +37,7 @@ from eventlog import (
 )
 from eventlog.logs import get_logger
 from eventlog.signing import authorization_of, claims_of, is_unsigned_import
-from projections import sql
+from projections import sql_reads
 from projections.entries import MemoryEntry
 from projections.projector import ModelSnapshot
 
@@ -108,7 +108,7 @@ def unconfirmed_entries(
     covers). Each is logged as an error."""
     head = snap.head().position
     positions = [entry.id for entry in entries]
-    covered = {row.position for row in sql.LINEAGE_QUARANTINED_AMONG.among(snap, positions)}
+    covered = {row.position for row in sql_reads.LINEAGE_QUARANTINED_AMONG.among(snap, positions)}
     found: dict[int, tuple[str, ...]] = {}
     for entry in entries:
         problems = entry_problems(entry, _event_at(snap, entry.id, head))

@@ -7,19 +7,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from operator import attrgetter
 
-from projections import sql
+from projections import sql_audit, sql_knowledge, sql_reads
 from projections.knowledge import Identity
-from projections.sql import Blamed as Blamed
-from projections.sql import CurrentValue as CurrentValue
-from projections.sql import LiveEntry as LiveEntry
-from projections.sql import LiveFact as LiveFact
-from projections.sql import Operator as Operator
-from projections.sql import Quarantine as Quarantine
 from projections.sql import Readable
-from projections.sql import ReceiptItem as ReceiptItem
-from projections.sql import Succession as Succession
-from projections.sql import Unauthorized as Unauthorized
-from projections.sql import Version as Version
+from projections.sql_audit import Blamed as Blamed
+from projections.sql_audit import CurrentValue as CurrentValue
+from projections.sql_audit import LiveEntry as LiveEntry
+from projections.sql_audit import LiveFact as LiveFact
+from projections.sql_audit import Succession as Succession
+from projections.sql_audit import Version as Version
+from projections.sql_knowledge import Operator as Operator
+from projections.sql_knowledge import Quarantine as Quarantine
+from projections.sql_knowledge import Unauthorized as Unauthorized
+from projections.sql_reads import ReceiptItem as ReceiptItem
 
 _BY_POSITION = attrgetter("position")
 """Rows read over positions in batches (`Query.among`), put back in the order one statement
@@ -35,61 +35,61 @@ def fact_versions(
     run_id: str | None = None,
 ) -> list[Version]:
     """Fact versions matching every given filter, oldest first."""
-    filters, params = sql.fact_filters(scope, tag, key, run_id)
-    return sql.FACT_VERSIONS.format(filters=filters).rows(db, params)
+    filters, params = sql_audit.fact_filters(scope, tag, key, run_id)
+    return sql_audit.FACT_VERSIONS.format(filters=filters).rows(db, params)
 
 
 def fact_blame(
     db: Readable, *, scope: str | None = None, tag: str | None = None, run_id: str | None = None
 ) -> list[Blamed]:
     """Current fact versions by identity, with the count of versions before each."""
-    filters, params = sql.fact_filters(scope, tag, None, run_id)
-    return sql.FACT_BLAME.format(filters=filters).rows(db, params)
+    filters, params = sql_audit.fact_filters(scope, tag, None, run_id)
+    return sql_audit.FACT_BLAME.format(filters=filters).rows(db, params)
 
 
 def current_fact_values(db: Readable) -> dict[Identity, CurrentValue]:
     """Each fact identity's current version (position, value, source adapter)."""
-    return {row.identity(): row for row in sql.FACT_CURRENT_VALUES.rows(db)}
+    return {row.identity(): row for row in sql_audit.FACT_CURRENT_VALUES.rows(db)}
 
 
 def held_among(db: Readable, positions: Sequence[int]) -> set[int]:
     """The fact versions among `positions` a conflict policy held or denied (never current
     when published)."""
-    return {row.position for row in sql.HELD_AMONG.among(db, positions)}
+    return {row.position for row in sql_knowledge.HELD_AMONG.among(db, positions)}
 
 
 def quarantine_state(db: Readable, position: int) -> Quarantine | None:
     """The quarantine at `position` (its reason, and the release that undid it), or None if
     none is."""
-    return sql.QUARANTINE_GET.first(db, (position,))
+    return sql_knowledge.QUARANTINE_GET.first(db, (position,))
 
 
 def quarantines(db: Readable) -> list[Quarantine]:
     """Every quarantine that took effect."""
-    return sql.QUARANTINE_ALL.rows(db)
+    return sql_knowledge.QUARANTINE_ALL.rows(db)
 
 
 def operators(db: Readable) -> list[Operator]:
     """Every operator key the log registered, in the order added."""
-    return sql.OPERATOR_LIST.rows(db)
+    return sql_knowledge.OPERATOR_LIST.rows(db)
 
 
 def operator(db: Readable, key_id: str) -> Operator | None:
     """The operator key `key_id`, or None if never registered."""
-    return sql.OPERATOR_GET.first(db, (key_id,))
+    return sql_knowledge.OPERATOR_GET.first(db, (key_id,))
 
 
 def has_operator(db: Readable) -> bool:
     """Whether the log registered an operator key: from then on operator actions need one's
     signature."""
-    return sql.OPERATOR_ANY.exists(db)
+    return sql_knowledge.OPERATOR_ANY.exists(db)
 
 
 def unauthorized(db: Readable, positions: Sequence[int] | None = None) -> list[Unauthorized]:
     """Operator actions that took no effect (of `positions`, or all), by position."""
     if positions is None:
-        return sql.UNAUTHORIZED_ALL.rows(db)
-    return sorted(sql.UNAUTHORIZED_AT.among(db, positions), key=_BY_POSITION)
+        return sql_knowledge.UNAUTHORIZED_ALL.rows(db)
+    return sorted(sql_knowledge.UNAUTHORIZED_AT.among(db, positions), key=_BY_POSITION)
 
 
 def imported_rows(db: Readable, *, signed: bool) -> set[tuple[int, float, str]]:
@@ -97,31 +97,31 @@ def imported_rows(db: Readable, *, signed: bool) -> set[tuple[int, float, str]]:
     made count): (legacy id, created_at, content hash)."""
     return {
         (row.legacy_id, row.created_at, row.content_hash)
-        for row in sql.IMPORT_ALL.rows(db, (int(signed),))
+        for row in sql_knowledge.IMPORT_ALL.rows(db, (int(signed),))
     }
 
 
 def receipts_touching(db: Readable, positions: Sequence[int]) -> list[ReceiptItem]:
     """Receipt items naming any of `positions`, by receipt."""
-    found = sql.RECEIPTS_TOUCHING.among(db, positions)
+    found = sql_reads.RECEIPTS_TOUCHING.among(db, positions)
     return sorted(found, key=attrgetter("receipt_position", "event_position"))
 
 
 def live_facts(db: Readable, positions: Sequence[int]) -> list[LiveFact]:
     """Which of `positions` are current fact versions."""
-    return sorted(sql.FORENSIC_LIVE_FACTS.among(db, positions), key=_BY_POSITION)
+    return sorted(sql_audit.FORENSIC_LIVE_FACTS.among(db, positions), key=_BY_POSITION)
 
 
 def live_entries(db: Readable, positions: Sequence[int]) -> list[LiveEntry]:
     """Which of `positions` are visible memory entries."""
-    return sorted(sql.FORENSIC_LIVE_ENTRIES.among(db, positions), key=attrgetter("id"))
+    return sorted(sql_audit.FORENSIC_LIVE_ENTRIES.among(db, positions), key=attrgetter("id"))
 
 
 def replaced_by(db: Readable, positions: Sequence[int]) -> list[Succession]:
     """The versions the fact versions at `positions` replaced (`other_*`)."""
-    return sorted(sql.FORENSIC_OVERWRITTEN.among(db, positions), key=_BY_POSITION)
+    return sorted(sql_audit.FORENSIC_OVERWRITTEN.among(db, positions), key=_BY_POSITION)
 
 
 def replaced_later(db: Readable, positions: Sequence[int]) -> list[Succession]:
     """The next version (`other_*`) after each fact version at `positions`."""
-    return sorted(sql.FORENSIC_NEXT_VERSIONS.among(db, positions), key=_BY_POSITION)
+    return sorted(sql_audit.FORENSIC_NEXT_VERSIONS.among(db, positions), key=_BY_POSITION)

@@ -16,7 +16,7 @@ from msgspec import UNSET
 from eventlog import FactPublished, InvalidInputError, InvalidTypeError, NewEvent, RecordedEvent
 from eventlog.checks import check_actor, check_content, check_optional_actor, check_positions
 from eventlog.logs import get_logger
-from projections import reading, reads, sql
+from projections import reading, reads, sql_reads
 from projections.entries import Fact
 from projections.knowledge import fact_identity, run_key
 from projections.lineage import check_sources
@@ -155,7 +155,7 @@ class CrossTaskKB:
             check_sources(tx.head_position(), events)
             records = tx.append(events)
             span = (records[0].position, records[-1].position)
-            replaced = {row.position: row for row in sql.FACTS_REPLACED.rows(tx, span)}
+            replaced = {row.position: row for row in sql_reads.FACTS_REPLACED.rows(tx, span)}
         facts = [fact_from_record(record) for record in records]
         self._counter.incr_publish(len(facts))
         for fact in facts:
@@ -264,7 +264,7 @@ class CrossTaskKB:
             )
 
 
-def _log_overwrite(fact: Fact, previous: sql.Replaced) -> None:
+def _log_overwrite(fact: Fact, previous: sql_reads.Replaced) -> None:
     """Another producer or adapter overwriting a fact is a warning; updating one's own, info."""
     same_writer = (previous.producer_task_id, previous.source_adapter) == (
         fact.producer_task_id,

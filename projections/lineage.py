@@ -29,10 +29,10 @@ from eventlog import (
     RecallRecorded,
     RecordedEvent,
 )
-from projections import sql
+from projections import sql_reads
 from projections.projector import TableWriter
-from projections.sql import Link as Link
 from projections.sql import Readable
+from projections.sql_reads import Link as Link
 
 Reader = tuple[str, str, str]
 """A reader: (adapter, task, run), with '' for no adapter and no run."""
@@ -60,10 +60,10 @@ class LineageProjector:
 
     name = "lineage"
     version = 2
-    tables = sql.LINEAGE_TABLES
+    tables = sql_reads.LINEAGE_TABLES
 
     def create(self, writer: TableWriter) -> None:
-        for statement in sql.LINEAGE_DDL:
+        for statement in sql_reads.LINEAGE_DDL:
             writer.execute(statement)
 
     def apply(self, writer: TableWriter, records: Sequence[RecordedEvent]) -> None:
@@ -72,7 +72,7 @@ class LineageProjector:
 
         def source_set(reader: Reader) -> int | None:
             if reader not in sets:
-                found = sql.LINEAGE_READER_SET.first(writer, reader)
+                found = sql_reads.LINEAGE_READER_SET.first(writer, reader)
                 sets[reader] = None if found is None else found.source_set
             return sets[reader]
 
@@ -86,9 +86,9 @@ class LineageProjector:
                 named = source_set(reader)
                 if named is None:
                     named = sets[reader] = record.position
-                    writer.execute(sql.LINEAGE_READER_INSERT, (*reader, named))
+                    writer.execute(sql_reads.LINEAGE_READER_INSERT, (*reader, named))
                 writer.executemany(
-                    sql.LINEAGE_SOURCE_INSERT, [(named, p, record.position) for p in exposed]
+                    sql_reads.LINEAGE_SOURCE_INSERT, [(named, p, record.position) for p in exposed]
                 )
             elif isinstance(payload, (MemoryAdded, FactPublished)):
                 _link(writer, record, source_set, declared_sources(payload))
@@ -106,9 +106,11 @@ def _link(
     links = [] if read is None else [read]
     own = sorted({p for p in declared if 0 < p < record.position})
     if own:
-        writer.executemany(sql.LINEAGE_SOURCE_INSERT, [(record.position, p, None) for p in own])
+        writer.executemany(
+            sql_reads.LINEAGE_SOURCE_INSERT, [(record.position, p, None) for p in own]
+        )
         links.append(record.position)
-    writer.executemany(sql.LINEAGE_WRITE_INSERT, [(record.position, s) for s in links])
+    writer.executemany(sql_reads.LINEAGE_WRITE_INSERT, [(record.position, s) for s in links])
 
 
 def declared_sources(payload: MemoryAdded | FactPublished) -> tuple[int, ...]:
@@ -132,17 +134,17 @@ def check_sources(head: int, events: Iterable[NewEvent]) -> None:
 
 def parents(db: Readable, positions: Sequence[int]) -> list[Link]:
     """Every link into `positions`: from a child (`origin`) to its parent (`reached`)."""
-    return sql.LINEAGE_PARENTS.among(db, positions)
+    return sql_reads.LINEAGE_PARENTS.among(db, positions)
 
 
 def children(db: Readable, positions: Sequence[int]) -> list[Link]:
     """Every link out of `positions`: from a parent (`origin`) to its child (`reached`)."""
-    return sql.LINEAGE_CHILDREN.among(db, positions)
+    return sql_reads.LINEAGE_CHILDREN.among(db, positions)
 
 
 def ancestors(db: Readable, positions: Sequence[int]) -> dict[int, set[int]]:
     """Every ancestor of each of `positions` that has any."""
     found: dict[int, set[int]] = {}
-    for row in sql.LINEAGE_ANCESTORS.among(db, positions):
+    for row in sql_reads.LINEAGE_ANCESTORS.among(db, positions):
         found.setdefault(row.root, set()).add(row.position)
     return found

@@ -32,7 +32,7 @@ from eventlog.signing import (
     strict_base64,
     verify,
 )
-from projections import sql
+from projections import sql_knowledge
 from projections.projector import TableWriter
 from projections.sql import Readable
 
@@ -71,7 +71,7 @@ class Authority:
 
     def permits(self, writer: TableWriter, record: RecordedEvent) -> bool:
         """Whether the operator action `record` takes effect; a refusal is recorded."""
-        if not sql.OPERATOR_ANY.exists(writer):
+        if not sql_knowledge.OPERATOR_ANY.exists(writer):
             return True
         return self._accepted(writer, record, self.signature_problem(writer, record))
 
@@ -84,7 +84,7 @@ class Authority:
         with operators)."""
         claims = claims_of(record.payload)
         assert claims is not None
-        if not sql.OPERATOR_ANY.exists(writer):
+        if not sql_knowledge.OPERATOR_ANY.exists(writer):
             return UNSIGNED_IMPORT
         if not self._accepted(writer, record, self.signature_problem(writer, record)):
             return None
@@ -102,9 +102,9 @@ class Authority:
             self._refuse(writer, record, MALFORMED_KEY)
             return
         auth = authorization_of(payload)
-        if sql.OPERATOR_ANY.exists(writer):
+        if sql_knowledge.OPERATOR_ANY.exists(writer):
             problem = self.signature_problem(writer, record)
-            if problem is None and sql.OPERATOR_GET.exists(writer, (payload.key_id,)):
+            if problem is None and sql_knowledge.OPERATOR_GET.exists(writer, (payload.key_id,)):
                 problem = ALREADY_REGISTERED
         elif auth is None:
             problem = UNSIGNED
@@ -116,7 +116,7 @@ class Authority:
             return
         assert auth is not None
         writer.execute(
-            sql.OPERATOR_INSERT,
+            sql_knowledge.OPERATOR_INSERT,
             (payload.key_id, payload.name, payload.public_key, record.position, auth.key_id),
         )
 
@@ -124,23 +124,25 @@ class Authority:
         """Fold an `operator_removed`: the key stops authorizing after this position."""
         problem = self.signature_problem(writer, record)
         if problem is None:
-            found = sql.OPERATOR_GET.first(writer, (payload.key_id,))
+            found = sql_knowledge.OPERATOR_GET.first(writer, (payload.key_id,))
             if found is None or found.removed_position is not None:
                 problem = NOT_AN_OPERATOR
-            elif sql.OPERATOR_ACTIVE_COUNT.one(writer).count <= 1:
+            elif sql_knowledge.OPERATOR_ACTIVE_COUNT.one(writer).count <= 1:
                 problem = LAST_OPERATOR
         if not self._accepted(writer, record, problem):
             return
         auth = authorization_of(payload)
         assert auth is not None
-        writer.execute(sql.OPERATOR_REMOVE, (record.position, auth.key_id, payload.key_id))
+        writer.execute(
+            sql_knowledge.OPERATOR_REMOVE, (record.position, auth.key_id, payload.key_id)
+        )
 
     def signature_problem(self, db: Readable, record: RecordedEvent) -> str | None:
         """Why `record` is not signed by a key registered at its position, or None."""
         auth = authorization_of(record.payload)
         if auth is None:
             return UNSIGNED
-        found = sql.OPERATOR_GET.first(db, (auth.key_id,))
+        found = sql_knowledge.OPERATOR_GET.first(db, (auth.key_id,))
         if found is None:
             return UNKNOWN_KEY
         if found.removed_position is not None:
@@ -169,7 +171,7 @@ class Authority:
     def _refuse(writer: TableWriter, record: RecordedEvent, reason: str) -> None:
         auth = authorization_of(record.payload)
         writer.execute(
-            sql.UNAUTHORIZED_INSERT,
+            sql_knowledge.UNAUTHORIZED_INSERT,
             (record.position, record.kind, None if auth is None else auth.key_id, reason),
         )
 

@@ -34,7 +34,7 @@ from eventlog import (
     content_hash,
 )
 from eventlog.checks import MAX_POSITION
-from projections import reads, sql
+from projections import reads, sql_reads
 from projections.entries import Fact, MemoryEntry
 from projections.projector import ModelSnapshot
 from projections.reads import Readable
@@ -411,7 +411,7 @@ def _versions(
 ) -> list[tuple[Fact, bool]]:
     """Versions of one fact identity at or below `up_to`, newest first, with their
     quarantine flags."""
-    rows = sql.FACT_VERSIONS_NEWEST_FIRST.rows(snap, (*identity, up_to))
+    rows = sql_reads.FACT_VERSIONS_NEWEST_FIRST.rows(snap, (*identity, up_to))
     return [(reads.fact_from_row(row), bool(row.quarantined)) for row in rows]
 
 

@@ -12,14 +12,14 @@ import msgspec
 
 from eventlog import LegacyClaims
 from eventlog.checks import MAX_POSITION
-from projections import sql
+from projections import sql, sql_knowledge, sql_reads
 from projections.entries import Fact, MemoryEntry
 from projections.sql import Readable as Readable
 from projections.sql import Row as Row
 
 Rank = tuple[int, float, int]
 """(tags shared with the query, importance, id): higher ranks first."""
-RankedRow = tuple[Rank, sql.Ranked]
+RankedRow = tuple[Rank, sql_reads.Ranked]
 """A ranked row and its rank."""
 
 FIRST_CHUNK = 32
@@ -51,7 +51,7 @@ def _marks(values: Sequence[object]) -> str:
     return ", ".join("?" * len(values))
 
 
-def entry_from_row(row: sql.Entry) -> MemoryEntry:
+def entry_from_row(row: sql_reads.Entry) -> MemoryEntry:
     """The entry a row of `fl_memory` shows."""
     return MemoryEntry(
         id=row.id,
@@ -71,7 +71,7 @@ def entry_from_row(row: sql.Entry) -> MemoryEntry:
     )
 
 
-def fact_from_row(row: sql.FactVersion) -> Fact:
+def fact_from_row(row: sql_reads.FactVersion) -> Fact:
     """The fact a row of `fl_fact` shows."""
     return Fact(
         tag=row.tag,
@@ -101,18 +101,18 @@ def entries(
     filters = ""
     params: list[object] = []
     if before is not None:
-        filters += sql.FILTER_BEFORE
+        filters += sql_reads.FILTER_BEFORE
         params.append(before)
     if type is not None:
-        filters += sql.FILTER_TYPE
+        filters += sql_reads.FILTER_TYPE
         params.append(type)
     if tags:
-        filters += sql.FILTER_TAGS.format(marks=_marks(tags))
+        filters += sql_reads.FILTER_TAGS.format(marks=_marks(tags))
         params.extend(tags)
     if adapters is not None:
-        filters += sql.FILTER_ADAPTERS.format(marks=_marks(adapters))
+        filters += sql_reads.FILTER_ADAPTERS.format(marks=_marks(adapters))
         params.extend(adapters)
-    found = sql.ENTRIES.format(filters=filters).rows(db, [*params, limit])
+    found = sql_reads.ENTRIES.format(filters=filters).rows(db, [*params, limit])
     return [entry_from_row(row) for row in found]
 
 
@@ -124,10 +124,10 @@ def relevant(
     limit: int,
 ) -> list[MemoryEntry]:
     """Visible entries ranked by shared tags, importance, then recency (newest with no tags)."""
-    filters = sql.FILTER_VISIBLE
+    filters = sql_reads.FILTER_VISIBLE
     params: list[object] = []
     if adapters is not None:
-        filters += sql.FILTER_ADAPTERS.format(marks=_marks(adapters))
+        filters += sql_reads.FILTER_ADAPTERS.format(marks=_marks(adapters))
         params.extend(adapters)
     ranked = _ranked(db, tags, filters, params, limit, _everything)[:limit]
     found = _entries_by_id(db, [row.id for _, row in ranked])
@@ -152,7 +152,7 @@ def prompt_candidates(
     """
     verdicts: dict[tuple[str | None, bool], bool] = {}
 
-    def admitted(row: sql.Ranked) -> bool:
+    def admitted(row: sql_reads.Ranked) -> bool:
         if row.hidden:
             return False
         writer = (row.source_adapter, bool(row.unsigned_import))
@@ -163,24 +163,24 @@ def prompt_candidates(
 
     trusted: list[RankedRow] = []
     refused: list[RankedRow] = []
-    for rank, row in _ranked(db, tags, sql.FILTER_NOT_SUPERSEDED, [], limit, admitted):
+    for rank, row in _ranked(db, tags, sql_reads.FILTER_NOT_SUPERSEDED, [], limit, admitted):
         (trusted if admitted(row) else refused).append((rank, row))
     refused = refused[:refused_limit]
     found = _entries_by_id(db, [row.id for _, row in trusted + refused])
     return (
         [Candidate(found[row.id], False, rank) for rank, row in trusted],
         [
-            Candidate(found[row.id], bool(row.hidden & sql.HIDDEN_QUARANTINED), rank)
+            Candidate(found[row.id], bool(row.hidden & sql_knowledge.HIDDEN_QUARANTINED), rank)
             for rank, row in refused
         ],
     )
 
 
 def _entries_by_id(db: Readable, ids: Sequence[int]) -> dict[int, MemoryEntry]:
-    return {row.id: entry_from_row(row) for row in sql.ENTRIES_BY_ID.among(db, ids)}
+    return {row.id: entry_from_row(row) for row in sql_reads.ENTRIES_BY_ID.among(db, ids)}
 
 
-def _everything(row: sql.Ranked) -> bool:
+def _everything(row: sql_reads.Ranked) -> bool:
     return True
 
 
@@ -190,7 +190,7 @@ def _ranked(
     filters: str,
     params: list[object],
     limit: int,
-    admitted: Callable[[sql.Ranked], bool],
+    admitted: Callable[[sql_reads.Ranked], bool],
 ) -> list[RankedRow]:
     """Ranked rows the filters pass, best first: the `limit` best admitted ones and every row
     ranked above the last of them (all, when fewer are admitted)."""
@@ -204,14 +204,14 @@ def _newest(
     filters: str,
     params: list[object],
     limit: int,
-    admitted: Callable[[sql.Ranked], bool],
+    admitted: Callable[[sql_reads.Ranked], bool],
 ) -> list[RankedRow]:
     """With no tags, recency alone ranks: read newest first until `limit` rows are admitted."""
     ranked: list[RankedRow] = []
     found = 0
     chunk = limit
-    after = sql.NEWEST_AFTER.format(filters=filters)
-    rows = sql.NEWEST_FIRST.format(filters=filters).rows(db, [*params, chunk])
+    after = sql_reads.NEWEST_AFTER.format(filters=filters)
+    rows = sql_reads.NEWEST_FIRST.format(filters=filters).rows(db, [*params, chunk])
     while True:
         for row in rows:
             ranked.append(((0, 0.0, row.id), row))
@@ -227,8 +227,8 @@ def _newest(
 class _Walk(NamedTuple):
     """The statements a ranked read walks a tag's list with, its filters filled in."""
 
-    first: sql.Query[sql.TagRanked]
-    after: sql.Query[sql.TagRanked]
+    first: sql.Query[sql_reads.TagRanked]
+    after: sql.Query[sql_reads.TagRanked]
 
 
 class _TagList:
@@ -249,11 +249,11 @@ class _TagList:
     def count(self, db: Readable, cap: int) -> int:
         """How long the list is, counted up to `cap` entries."""
         if self.size is None or (self.size == self.cap and cap > self.cap):
-            self.size = sql.TAG_COUNT_UPTO.one(db, (self.tag, cap)).count
+            self.size = sql_reads.TAG_COUNT_UPTO.one(db, (self.tag, cap)).count
             self.cap = cap
         return self.size
 
-    def read(self, db: Readable, walk: _Walk, params: list[object]) -> list[sql.TagRanked]:
+    def read(self, db: Readable, walk: _Walk, params: list[object]) -> list[sql_reads.TagRanked]:
         """The next chunk of entries the walk's filters pass; chunks double as it goes on."""
         if self.reached is _TOP:
             rows = walk.first.rows(db, [self.tag, *params, self.chunk])
@@ -274,7 +274,7 @@ def _search(
     filters: str,
     params: list[object],
     limit: int,
-    admitted: Callable[[sql.Ranked], bool],
+    admitted: Callable[[sql_reads.Ranked], bool],
 ) -> list[RankedRow]:
     """A threshold search over the query tags' lists, each read in rank order.
 
@@ -286,7 +286,10 @@ def _search(
     entries sharing several tags. The cost is the rows read, not the rows the tags cover.
     """
     wanted = frozenset(tags)
-    walk = _Walk(sql.RANKED_FIRST.format(filters=filters), sql.RANKED_AFTER.format(filters=filters))
+    walk = _Walk(
+        sql_reads.RANKED_FIRST.format(filters=filters),
+        sql_reads.RANKED_AFTER.format(filters=filters),
+    )
     lists = [_TagList(tag, max(FIRST_CHUNK, limit)) for tag in tags]
     seen: dict[int, RankedRow] = {}
     best: list[Rank] = []
@@ -344,11 +347,11 @@ def current_facts(
     With an allow-list, the newest version written by an allowed adapter.
     """
     if adapters is None:
-        return [fact_from_row(row) for row in sql.FACTS_CURRENT.rows(db, identity)]
-    query = sql.FACTS_CURRENT_ALLOWED.format(marks=_marks(adapters))
+        return [fact_from_row(row) for row in sql_reads.FACTS_CURRENT.rows(db, identity)]
+    query = sql_reads.FACTS_CURRENT_ALLOWED.format(marks=_marks(adapters))
     return [fact_from_row(row) for row in query.rows(db, [*identity, *adapters])]
 
 
 def fact_history(db: Readable, identity: tuple[str, str, str, str]) -> list[Fact]:
     """Every version published under one identity, oldest first."""
-    return [fact_from_row(row) for row in sql.FACT_HISTORY.rows(db, identity)]
+    return [fact_from_row(row) for row in sql_reads.FACT_HISTORY.rows(db, identity)]

@@ -35,7 +35,7 @@ from eventlog.checks import (
     check_position,
     check_positions,
 )
-from projections import sql
+from projections import sql, sql_knowledge
 from projections.cache import open_read_model
 from projections.database import Database
 from projections.legacy import legacy_events
@@ -281,7 +281,7 @@ class SQLiteMemoryStore(MemoryView):
         """Stop showing an entry; True if it was there. The log keeps every version."""
         check_position("entry_id", entry_id, minimum=1)
         with self.write_transaction() as tx:
-            if not sql.MEMORY_EXISTS.exists(tx, (entry_id,)):
+            if not sql_knowledge.MEMORY_EXISTS.exists(tx, (entry_id,)):
                 return False
             tx.append([self._removal((entry_id,), "removed")])
         return True
@@ -296,8 +296,8 @@ class SQLiteMemoryStore(MemoryView):
             raise InvalidInputError(f"max_age_days must not be negative, got {max_age_days!r}")
         cutoff = self._clock_ns() / 1e9 - age * SECONDS_PER_DAY
         with self.write_transaction() as tx:
-            doomed = {row.position for row in sql.MEMORY_PRUNE_OLD.rows(tx, (cutoff,))}
-            kept = sql.MEMORY_PRUNE_KEEP.rows(tx)
+            doomed = {row.position for row in sql_knowledge.MEMORY_PRUNE_OLD.rows(tx, (cutoff,))}
+            kept = sql_knowledge.MEMORY_PRUNE_KEEP.rows(tx)
             ranked = [row.position for row in kept if row.position not in doomed]
             doomed.update(ranked[max_entries:])
             if doomed:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from eventlog.logs import get_logger
 from eventlog.signing import is_unsigned_import
-from projections import sql
+from projections import sql_reads
 from projections.drift import READ_MODEL_MISMATCH, entry_problems
 from projections.lineage import ancestors
 from projections.projector import ModelSnapshot
@@ -50,8 +50,8 @@ def _bad_sources(
 ) -> set[int]:
     """The sources among `sources` that taint: quarantined, untrusted by their event, or
     (an entry still shown) with a row its event does not bear out. Each event is read once."""
-    bad = {row.position for row in sql.LINEAGE_QUARANTINED_AMONG.among(snap, sources)}
-    rows = {row.id: row for row in sql.LINEAGE_ENTRIES_AMONG.among(snap, sources)}
+    bad = {row.position for row in sql_reads.LINEAGE_QUARANTINED_AMONG.among(snap, sources)}
+    rows = {row.id: row for row in sql_reads.LINEAGE_ENTRIES_AMONG.among(snap, sources)}
     head = snap.head().position
     for position in sources:
         if position in bad:

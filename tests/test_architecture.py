@@ -16,10 +16,14 @@ SQL_HOMES = {
     "eventlog/postgres.py",
     "eventlog/postgres_schema.py",
     "projections/sql.py",
+    "projections/sql_knowledge.py",
+    "projections/sql_reads.py",
+    "projections/sql_audit.py",
     "projections/database.py",
 }
-"""The log's SQL lives in its backends; the read model's in its two SQL modules: its
-statements (`projections/sql.py`) and its connections (`projections/database.py`)."""
+"""The log's SQL lives in its backends; the read model's in its SQL modules: its statements
+and the rows its queries return (`projections/sql*.py`), and its connections
+(`projections/database.py`)."""
 LOWER = {"eventlog": set(), "projections": {"eventlog"}, "replay": {"eventlog", "projections"}}
 EVENTLOG_INTERNALS = {
     "eventlog.sqlite",

@@ -1,6 +1,6 @@
-"""The read model's queries and the rows they return: each `Query` in `projections.sql` names
-its columns as its row Struct names its fields, in order; a row of another type is a clear
-StorageError naming the column, never the value."""
+"""The read model's queries and the rows they return: each `Query` in the read model's SQL
+modules names its columns as its row Struct names its fields, in order; a row of another type
+is a clear StorageError naming the column, never the value."""
 
 from __future__ import annotations
 
@@ -13,10 +13,24 @@ import msgspec
 import pytest
 
 from eventlog import StorageError
-from projections import SQLiteMemoryStore, load_persistent_memory, sql
+from projections import (
+    SQLiteMemoryStore,
+    load_persistent_memory,
+    sql,
+    sql_audit,
+    sql_knowledge,
+    sql_reads,
+)
 from replay import verify
 
-QUERIES = {name: value for name, value in vars(sql).items() if isinstance(value, sql.Query)}
+MODULES = (sql, sql_knowledge, sql_reads, sql_audit)
+"""The read model's statements (its connections are `projections.database`'s)."""
+QUERIES = {
+    f"{module.__name__}.{name}": value
+    for module in MODULES
+    for name, value in vars(module).items()
+    if isinstance(value, sql.Query)
+}
 FILLERS = {
     "filters": "",
     "marks": "?",
@@ -34,10 +48,10 @@ def schema() -> Iterator[sqlite3.Connection]:
     for statement in (
         sql.CHECKPOINT_DDL,
         sql.CACHE_META_DDL,
-        *sql.KNOWLEDGE_DDL,
-        *sql.CONFLICT_DDL,
-        *sql.RECEIPT_DDL,
-        *sql.LINEAGE_DDL,
+        *sql_knowledge.KNOWLEDGE_DDL,
+        *sql_knowledge.CONFLICT_DDL,
+        *sql_reads.RECEIPT_DDL,
+        *sql_reads.LINEAGE_DDL,
         "CREATE TABLE memory (id, type, content, tags, importance, task_id, created_at)",
     ):
         conn.execute(statement)
@@ -51,7 +65,8 @@ def test_every_statement_that_returns_rows_is_a_query() -> None:
     whole-table chunks of `projections.tables` read any table's rows as they come)."""
     untyped = {
         name
-        for name, value in vars(sql).items()
+        for module in MODULES
+        for name, value in vars(module).items()
         if isinstance(value, str)
         and name.isupper()
         and not name.startswith("_")
