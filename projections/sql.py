@@ -97,20 +97,30 @@ class Query(Generic[R]):
         return rows
 
     def _malformed(self, found: list[Row]) -> str:
-        """Which column of which row does not hold its field's type (never the value)."""
+        """Which column does not hold its field's type, and what to do (never the value)."""
         fields = msgspec.structs.fields(self.row)
-        for values in found:
-            for field, value in zip(fields, values, strict=False):
-                try:
-                    msgspec.convert(value, field.type)
-                except msgspec.ValidationError:
-                    return (
-                        f"the read model holds a row whose {field.name} is "
-                        f"{type(value).__name__}, not what the read model writes there: it was "
-                        "edited (`factledger verify --deep` names the row; `factledger rebuild "
-                        "--swap` refolds it from the log)"
-                    )
-        return f"the read model holds rows a {self.row.__name__} cannot hold"
+        wrong = next(
+            (
+                f"a row whose {field.name} is {type(value).__name__}"
+                for values in found
+                for field, value in zip(fields, values, strict=False)
+                if not _holds(field.type, value)
+            ),
+            f"rows a {self.row.__name__} cannot hold",
+        )
+        return (
+            f"the read model holds {wrong} ({self.row.__name__}), not what it writes there: it "
+            "was edited (`factledger verify --deep` names the row; `factledger rebuild --swap` "
+            "refolds it from the log)"
+        )
+
+
+def _holds(kind: Any, value: object) -> bool:
+    try:
+        msgspec.convert(value, kind)
+    except msgspec.ValidationError:
+        return False
+    return True
 
 
 @functools.cache
