@@ -61,13 +61,16 @@ class Database:
 
 def _refuse_writes(conn: sqlite3.Connection) -> None:
     """Make `conn` read-only, whatever a statement says: SQLite's `query_only` refuses every
-    change to a database, and an authorizer refuses the pragma that would turn it off."""
+    change to a database, and an authorizer refuses what it leaves open: the pragma that
+    would turn it off, and attaching a file (which creates it, as `VACUUM INTO` does)."""
     conn.execute("PRAGMA query_only = ON")
-    conn.set_authorizer(_keep_query_only)
+    conn.set_authorizer(_read_only)
 
 
-def _keep_query_only(action: int, name: str | None, value: str | None, *_: str | None) -> int:
-    """Deny setting `query_only` (reading it is allowed); allow everything else."""
+def _read_only(action: int, name: str | None, value: str | None, *_: str | None) -> int:
+    """Deny attaching a file and setting `query_only` (reading it is allowed)."""
+    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        return sqlite3.SQLITE_DENY
     setting = action == sqlite3.SQLITE_PRAGMA and value is not None
     if setting and (name or "").lower() == "query_only":
         return sqlite3.SQLITE_DENY

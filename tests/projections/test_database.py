@@ -51,6 +51,18 @@ def test_a_sealed_scratch_database_refuses_every_write(
     assert ROWS == sealed.execute("SELECT k, v FROM t ORDER BY k")
 
 
+def test_a_sealed_scratch_database_writes_no_other_file(
+    sealed: ScratchDatabase, tmp_path: Path
+) -> None:
+    """`VACUUM INTO` and `ATTACH` would create a file beside whatever `query_only` guards:
+    both are refused, and no file appears."""
+    copy, attached = tmp_path / "copy.db", tmp_path / "attached.db"
+    for statement in (f"VACUUM INTO '{copy}'", f"ATTACH DATABASE '{attached}' AS other"):
+        with pytest.raises(ReadOnlyStoreError):
+            sealed.execute(statement)
+    assert [] == list(tmp_path.iterdir())
+
+
 def test_a_sealed_scratch_database_refuses_executemany_and_still_reads(
     sealed: ScratchDatabase,
 ) -> None:
