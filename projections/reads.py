@@ -8,9 +8,6 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
 
-import msgspec
-
-from eventlog import LegacyClaims
 from eventlog.checks import MAX_POSITION
 from projections import sql, sql_knowledge, sql_reads
 from projections.entries import Fact, MemoryEntry
@@ -30,7 +27,6 @@ FULL_COUNT_AFTER = 256
 """Rows a search reads before it counts lists tied at that cap in full: cheap queries stop
 first, and expensive ones learn which long list is the shortest."""
 _TOP = (math.inf, 0)
-_CLAIMS = msgspec.json.Decoder(LegacyClaims)
 
 
 class Reader(Protocol):
@@ -66,7 +62,7 @@ def entry_from_row(row: sql_reads.Entry) -> MemoryEntry:
         source_adapter=row.source_adapter,
         position=row.id,
         content_hash=row.content_hash,
-        claims=None if row.claims is None else _CLAIMS.decode(row.claims),
+        claims=row.legacy_claims(),
         unsigned_import=bool(row.unsigned_import),
     )
 

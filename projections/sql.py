@@ -19,8 +19,13 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 import msgspec
 
-from eventlog import Head, StorageError
+from eventlog import Head, LegacyClaims, StorageError
 
+EDITED = (
+    "it was edited (`factledger verify --deep` names the row; `factledger rebuild --swap` "
+    "refolds it from the log)"
+)
+_CLAIMS = msgspec.json.Decoder(LegacyClaims)
 Row = tuple[Any, ...]
 """A row as SQLite returns it (`Readable.execute`)."""
 ID_BATCH = 500
@@ -108,11 +113,19 @@ class Query(Generic[R]):
             ),
             f"rows a {self.row.__name__} cannot hold",
         )
-        return (
-            f"the read model holds {wrong} ({self.row.__name__}), not what it writes there: it "
-            "was edited (`factledger verify --deep` names the row; `factledger rebuild --swap` "
-            "refolds it from the log)"
-        )
+        row = self.row.__name__
+        return f"the read model holds {wrong} ({row}), not what it writes there: {EDITED}"
+
+
+def legacy_claims(text: str | None) -> LegacyClaims | None:
+    """An import's claims as a row keeps them (JSON), or None for a row with none."""
+    if text is None:
+        return None
+    try:
+        return _CLAIMS.decode(text)
+    except msgspec.DecodeError:
+        problem = f"the read model holds claims that are not a legacy row's: {EDITED}"
+        raise StorageError(problem) from None
 
 
 def _holds(kind: Any, value: object) -> bool:

@@ -3,7 +3,8 @@ and diff."""
 
 from __future__ import annotations
 
-from projections.sql import Columns, Query
+from eventlog import LegacyClaims
+from projections.sql import Columns, Query, legacy_claims
 from projections.sql_knowledge import FactIdentity
 
 # -- forensics --------------------------------------------------------------------------------
@@ -32,7 +33,12 @@ class LiveEntry(Columns, frozen=True):
     source_adapter: str | None
     content_hash: str
     claims: str | None
+    """As `Entry.claims`."""
     unsigned_import: int
+
+    def legacy_claims(self) -> LegacyClaims | None:
+        """The legacy row's claims, if the entry was imported."""
+        return legacy_claims(self.claims)
 
 
 class Succession(Columns, frozen=True):

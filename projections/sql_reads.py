@@ -3,7 +3,8 @@ receipt and lineage projectors that record what they were shown."""
 
 from __future__ import annotations
 
-from projections.sql import Columns, Count, Position, Query
+from eventlog import LegacyClaims
+from projections.sql import Columns, Count, Position, Query, legacy_claims
 from projections.sql_knowledge import HIDDEN_SUPERSEDED
 
 # -- reads ----------------------------------------------------------------------------------
@@ -26,8 +27,12 @@ class Entry(Columns, frozen=True):
     source_adapter: str | None
     content_hash: str
     claims: str | None
-    """The legacy row's claims, as JSON."""
+    """The legacy row's claims, as JSON (`legacy_claims`)."""
     unsigned_import: int
+
+    def legacy_claims(self) -> LegacyClaims | None:
+        """The legacy row's claims, if the entry was imported."""
+        return legacy_claims(self.claims)
 
 
 ENTRY_COLUMNS = (

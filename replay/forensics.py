@@ -34,8 +34,6 @@ from projections import lineage as graph
 from replay.conflicts import HeldVersion, held_version
 from replay.lineage import Descendant, descendant_levels
 
-_CLAIMS = msgspec.json.Decoder(LegacyClaims)
-
 
 class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
     """One event the suspect wrote."""
@@ -342,7 +340,7 @@ def _live_entry(row: inquiries.LiveEntry) -> LiveEntry:
         producer_task_id=row.producer_task_id,
         source_adapter=row.source_adapter,
         content_hash=row.content_hash,
-        claims=None if row.claims is None else _CLAIMS.decode(row.claims),
+        claims=row.legacy_claims(),
         unsigned_import=bool(row.unsigned_import),
     )
 

@@ -21,7 +21,7 @@ from projections import (
     sql_knowledge,
     sql_reads,
 )
-from replay import verify
+from replay import blast_radius, verify
 
 MODULES = (sql, sql_knowledge, sql_reads, sql_audit)
 """The read model's statements (its connections are `projections.database`'s)."""
@@ -133,6 +133,20 @@ def test_a_row_edited_to_another_type_is_a_storage_error_naming_its_column(
             message = str(raised.value)
             assert "verify --deep" in message and "rebuild --swap" in message
             assert POISON not in message and "high" not in message
+
+
+def test_claims_edited_past_reading_are_a_storage_error(
+    db_path: Path, store: SQLiteMemoryStore
+) -> None:
+    """An entry's claims edited into text that is not a legacy row's claims fail the read
+    with a StorageError (before: msgspec's DecodeError, an internal error on the command
+    line), in reads and in forensics alike."""
+    store.close()
+    edit(db_path, "UPDATE fl_memory SET claims = '{bad' WHERE id = 1")
+    with SQLiteMemoryStore(db_path) as reopened, pytest.raises(StorageError, match="claims"):
+        reopened.list()
+    with pytest.raises(StorageError, match="rebuild --swap"):
+        blast_radius(db_path, positions=[1])
 
 
 def test_a_checkpoint_edited_to_another_type_is_refolded_and_is_drift(
