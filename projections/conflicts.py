@@ -148,7 +148,8 @@ def admitted(
             current[identity] = sql_knowledge.CONFLICT_CURRENT.first(writer, identity)
         now = current[identity]
         if not owned(policy, fact.source_adapter, now):
-            status = DENIED if policy[0] == DENY else PENDING
+            mode, _ = policy
+            status = DENIED if mode == DENY else PENDING
             contested = None if now is None else now.position
             writer.execute(sql_knowledge.HELD_INSERT, _held_row(fact, identity, status, contested))
             continue
