@@ -16,7 +16,16 @@ from projections.agent_reads import (
     recall,
 )
 from projections.cache import CacheProjection, check_cache, linked_events, open_read_model
-from projections.comparison import Drift, DriftReport, checkpoint_drift, read_model_drift
+from projections.comparison import (
+    Drift,
+    DriftReport,
+    TableComparison,
+    checkpoint_drift,
+    compare_tables,
+    read_model_drift,
+    table_digests,
+)
+from projections.database import ScratchDatabase
 from projections.drift import READ_MODEL_MISMATCH
 from projections.entries import Fact, MemoryEntry
 from projections.errors import (
@@ -48,7 +57,6 @@ from projections.projector import (
 from projections.prompt import Recall, load_persistent_memory, recall_memory, render
 from projections.reads import Readable, Reader, Row
 from projections.redaction import redact_value
-from projections.sql import ScratchDatabase
 from projections.store import SQLiteMemoryStore
 from projections.tables import table_digest, table_exists, table_rows
 from projections.taint import TAINTED, taint
@@ -121,6 +129,7 @@ __all__ = [
     "Scope",
     "ScratchDatabase",
     "SyncTimeoutError",
+    "TableComparison",
     "TableWriter",
     "__version__",
     "active_trust_policy",
@@ -132,6 +141,7 @@ __all__ = [
     "check_scope",
     "check_tag",
     "checkpoint_drift",
+    "compare_tables",
     "conflicts",
     "default_projectors",
     "escape_invisible",
@@ -160,6 +170,7 @@ __all__ = [
     "render",
     "run_key",
     "table_digest",
+    "table_digests",
     "table_exists",
     "table_rows",
     "taint",

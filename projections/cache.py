@@ -48,6 +48,7 @@ from eventlog.checks import check_path, is_dsn
 from eventlog.logs import get_logger
 from eventlog.stored import LogUpTo
 from projections import sql
+from projections.database import CacheDatabase
 from projections.errors import CacheChoiceError, CacheRefusedError
 from projections.projector import (
     ModelSnapshot,
@@ -60,6 +61,7 @@ from projections.projector import (
     checkpoint_rows,
     checkpoints_at,
     copy_tables,
+    folded_to,
     recreate,
     reset_checkpoints,
 )
@@ -68,11 +70,6 @@ from projections.tables import table_exists
 
 log = get_logger("factledger.projections")
 
-CATCH_UP_CHUNK = 8192
-"""Events folded per cache transaction while catching up; the write lock is let go between
-them, so a long rebuild does not starve other processes sharing the cache."""
-LINK_CHUNK = 1024
-"""Rows re-linked at a time before they are decoded and folded."""
 LOG_ID = "log_id"
 
 
@@ -87,7 +84,7 @@ def open_read_model(
     the log when opened."""
     if cache is None and isinstance(event_log, SQLiteEventLog):
         return Projection(event_log, projectors)
-    database = sql.CacheDatabase(":memory:" if cache is None else check_cache(cache))
+    database = CacheDatabase(":memory:" if cache is None else check_cache(cache))
     return CacheProjection(event_log, database, projectors)
 
 
@@ -111,7 +108,7 @@ class CacheProjection:
     """
 
     def __init__(
-        self, event_log: EventLog, cache: sql.CacheDatabase, projectors: Sequence[Projector]
+        self, event_log: EventLog, cache: CacheDatabase, projectors: Sequence[Projector]
     ) -> None:
         self._log = event_log
         self._cache = cache
@@ -127,7 +124,7 @@ class CacheProjection:
         return self._projectors
 
     @property
-    def database(self) -> sql.CacheDatabase:
+    def database(self) -> CacheDatabase:
         """The cache's tables; query them inside `snapshot()` or `transaction()`."""
         return self._cache
 
@@ -141,8 +138,8 @@ class CacheProjection:
             self._claim(db)
             db.execute(sql.CHECKPOINT_DDL)
             rows = checkpoint_rows(db)
-            for position, chain_hash in {row[1:] for row in rows.values()}:
-                self._check(Head(position=position, chain_hash=chain_hash))
+            for named in {head for row in rows.values() if (head := row.head()) is not None}:
+                self._check(named)
             if self._state_of(rows) is None:
                 if rows or any(table_exists(db, t) for p in self._projectors for t in p.tables):
                     log.warning("cache_rebuild", path=self._cache.path, reason="projectors")
@@ -171,7 +168,9 @@ class CacheProjection:
                 with self._cache.write() as db:
                     state = self._state(db)
                     if state.position < head.position:
-                        until = min(head.position, state.position + CATCH_UP_CHUNK)
+                        # A batch per transaction: the write lock is let go between them, so
+                        # a long catch-up does not starve other processes sharing the cache.
+                        until = min(head.position, state.position + sql.BATCH)
                         state = self._fold(db, state, until)
         if state.position == head.position:
             if not _same_chain(state.chain_hash, head.chain_hash):
@@ -204,7 +203,7 @@ class CacheProjection:
                 yield _CacheSnapshot(self, db)
 
     @contextmanager
-    def checked_read(self) -> Iterator[sql.CacheDatabase]:
+    def checked_read(self) -> Iterator[CacheDatabase]:
         """One read of the cache whose checkpoints name one position at the code's versions:
         a cache whose checkpoints were edited or emptied since this handle opened it is
         opened again first (rebuilt from the log), so its edited rows are never served."""
@@ -257,7 +256,7 @@ class CacheProjection:
 
     # -- folding ---------------------------------------------------------------------------
 
-    def _fold(self, db: sql.CacheDatabase, state: Head, until: int) -> Head:
+    def _fold(self, db: CacheDatabase, state: Head, until: int) -> Head:
         """Fold the log's rows after `state` up to `until` into `db`, in its transaction;
         return where that leaves the cache."""
         reached = state
@@ -290,9 +289,9 @@ class CacheProjection:
 
     # -- the cache against the log -----------------------------------------------------------
 
-    def _refuse_other_files(self, db: sql.CacheDatabase) -> None:
+    def _refuse_other_files(self, db: CacheDatabase) -> None:
         """Refuse a file that is no cache at all, such as a log's own file."""
-        tables = {row[0] for row in db.execute(sql.CACHE_TABLES)}
+        tables = {row.name for row in sql.CACHE_TABLES.rows(db)}
         if tables and sql.CACHE_META_TABLE not in tables:
             raise CacheRefusedError(
                 f"{self._cache.path} is not a read-model cache: it holds other tables (is it a "
@@ -300,17 +299,17 @@ class CacheProjection:
                 path=self._cache.path,
             )
 
-    def _claim(self, db: sql.CacheDatabase) -> None:
+    def _claim(self, db: CacheDatabase) -> None:
         """Record the log this cache folds, or refuse a cache of another log (or a file that
         is no cache at all)."""
         self._refuse_other_files(db)
         db.execute(sql.CACHE_META_DDL)
-        row = db.execute(sql.CACHE_META_GET, (LOG_ID,))
-        if not row:
+        meta = sql.CACHE_META_GET.first(db, (LOG_ID,))
+        if meta is None:
             db.execute(sql.CACHE_META_PUT, (LOG_ID, self._log.log_id))
-        elif row[0][0] != self._log.log_id:
+        elif meta.value != self._log.log_id:
             raise CacheRefusedError(
-                f"the cache {self._cache.path} folds log {row[0][0]}, not log "
+                f"the cache {self._cache.path} folds log {meta.value}, not log "
                 f"{self._log.log_id}; it was kept as it is",
                 path=self._cache.path,
             )
@@ -354,18 +353,16 @@ class CacheProjection:
             )
         return state
 
-    def _state_of(self, found: dict[str, tuple[Any, ...]]) -> Head | None:
+    def _state_of(self, found: dict[object, sql.Checkpoint]) -> Head | None:
         """The checkpoint every projector shares at its code's version (`checkpoint_rows`),
         or None."""
-        if set(found) != {p.name for p in self._projectors} or any(
-            found[p.name][0] != p.version for p in self._projectors
-        ):
+        if set(found) != {p.name for p in self._projectors}:
             return None
-        heads = {found[p.name][1:] for p in self._projectors}
+        heads = {folded_to(found[p.name], p) for p in self._projectors}
         if len(heads) != 1:
             return None
-        [(position, chain_hash)] = heads
-        return Head(position=position, chain_hash=chain_hash)
+        [head] = heads
+        return head
 
 
 class _CacheSnapshot:
@@ -373,7 +370,7 @@ class _CacheSnapshot:
 
     __slots__ = ("_db", "_head", "_projection")
 
-    def __init__(self, projection: CacheProjection, db: sql.CacheDatabase) -> None:
+    def __init__(self, projection: CacheProjection, db: CacheDatabase) -> None:
         self._projection = projection
         self._db = db
         self._head: Head | None = None
@@ -411,7 +408,7 @@ class CacheTransaction:
 
     def __init__(self, projection: CacheProjection) -> None:
         self._projection = projection
-        self._read: AbstractContextManager[sql.CacheDatabase] | None = None
+        self._read: AbstractContextManager[CacheDatabase] | None = None
         self._snapshot: _CacheSnapshot | None = None
 
     def append(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
@@ -483,7 +480,7 @@ def linked_events(
 
 
 def _chunks(rows: Iterator[StoredRow]) -> Iterator[list[StoredRow]]:
-    while chunk := list(itertools.islice(rows, LINK_CHUNK)):
+    while chunk := list(itertools.islice(rows, sql.BATCH)):
         yield chunk
 
 

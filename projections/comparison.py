@@ -1,22 +1,28 @@
-"""The read model kept in a log's file compared with the log refolded, row by row.
+"""A read model compared with the log refolded: the one comparison `rebuild` and `verify
+--deep` both make.
 
-`read_model_drift` folds the log into a temporary file outside the log's directory, up to
-the position each projector's checkpoint names, and walks both sides' tables in primary-key
-order: a row missing, unexpected or different is drift, visibility flags included, so an
-entry hidden or shown against the log's remove and quarantine events is found. It compares
-every projector or reports, as drift, each one it could not: no checkpoint, or one at
-another version of its code than this one (an edit, or a file not yet opened since an
-upgrade), so a checkpoint table edited to make the comparison skip the tables never passes.
-`checkpoint_drift` is the cheap part: projector checkpoints folded past the log's head, or at
-a chain value the log does not hold, show a log cut or rewritten under its read model, and a
-projector's tables kept with no checkpoint show the checkpoint table edited.
-The log's file is only read.
+`compare_tables` holds each table of a live read model to the same table of a refold (a
+scratch database the log was folded into, up to the position the live side shows), by
+digest (`projections.tables.table_digest`): equal tables have equal digests. `table_drift`
+names the rows of a table that differ, walking both sides in primary-key order: a row
+missing, unexpected or different, visibility flags included.
+
+`read_model_drift` (`verify --deep`) folds the log into a temporary file outside the log's
+directory, up to the position each projector's checkpoint names, compares every table and
+names the rows of each that differs, so an entry hidden or shown against the log's remove
+and quarantine events is found. It compares every projector or reports, as drift, each one it
+could not: no checkpoint, or one at another version of its code than this one (an edit, or a
+file not yet opened since an upgrade), so a checkpoint table edited to make the comparison
+skip the tables never passes. `checkpoint_drift` is the cheap part: projector checkpoints
+folded past the log's head, or at a chain value the log does not hold, show a log cut or
+rewritten under its read model, and a projector's tables kept with no checkpoint show the
+checkpoint table edited. The log's file is only read.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
@@ -26,10 +32,11 @@ import msgspec
 from eventlog import Head, ReadSnapshot, SQLiteEventLog, chain_at
 from eventlog.chain import genesis
 from projections import sql
+from projections.database import ScratchDatabase, in_log_file
 from projections.drift import same_text
 from projections.projector import Projector, checkpoint_rows, fold, tables_kept
 from projections.reads import Readable, Row
-from projections.tables import table_exists, table_rows
+from projections.tables import table_digest, table_exists, table_rows
 from projections.view import default_projectors
 
 SHOWN_DRIFT = 20
@@ -48,6 +55,16 @@ class Drift(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
+class TableComparison(msgspec.Struct, frozen=True, kw_only=True):
+    """One projector table: the live digest (None when the table is missing) and the
+    rebuilt one (the log refolded)."""
+
+    table: str
+    live: str | None
+    rebuilt: str
+    matches: bool
+
+
 class DriftReport(msgspec.Struct, frozen=True, kw_only=True):
     """How the read model kept in a log's file compares with the log refolded."""
 
@@ -64,26 +81,50 @@ def checkpoint_drift(event_log: SQLiteEventLog) -> list[Drift]:
     """Projector checkpoints in the log's file that the log does not bear out: folded past
     its head, or at a chain value it does not hold. Cheap: one row per projector."""
     with event_log.snapshot() as snap:
-        return _checkpoint_drift(sql.in_log_file(event_log), snap, event_log.log_id, deep=False)[0]
+        return _checkpoint_drift(in_log_file(event_log), snap, event_log.log_id, deep=False)[0]
+
+
+def table_digests(db: Readable, tables: Iterable[str]) -> dict[str, str | None]:
+    """Each table's digest in `db`, None for a table it lacks."""
+    return {table: table_digest(db, table) if table_exists(db, table) else None for table in tables}
+
+
+def compare_tables(
+    live: dict[str, str | None], rebuilt: Readable, tables: Iterable[str]
+) -> list[TableComparison]:
+    """Each of `tables` held to the log refolded into `rebuilt`, by the live side's digests
+    (`table_digests`, taken in the read the refold was folded up to)."""
+    comparisons = []
+    for table in tables:
+        digest = table_digest(rebuilt, table)
+        comparisons.append(
+            TableComparison(
+                table=table, live=live[table], rebuilt=digest, matches=live[table] == digest
+            )
+        )
+    return comparisons
 
 
 def read_model_drift(event_log: SQLiteEventLog) -> DriftReport:
     """Compare every projector's tables in the log's file with the log refolded up to that
-    projector's checkpoint, row by row, in one read of the file; a projector that cannot be
-    compared is drift. The refold goes to a temporary file outside the log's directory; the
-    log's file is only read."""
-    live = sql.in_log_file(event_log)
+    projector's checkpoint, in one read of the file, naming the rows of each table that
+    differs; a projector that cannot be compared is drift. The refold goes to a temporary
+    file outside the log's directory; the log's file is only read."""
+    live = in_log_file(event_log)
     with event_log.snapshot() as snap:
         drift, groups = _checkpoint_drift(live, snap, event_log.log_id, deep=True)
         differences = len(drift)
         compared: list[str] = []
         for at, projectors in groups.items():
-            with sql.ScratchDatabase.beside(Path(tempfile.gettempdir()) / "factledger") as fresh:
+            with ScratchDatabase.beside(Path(tempfile.gettempdir()) / "factledger") as fresh:
                 with fresh.bulk():
                     fold(fresh, projectors, snap.read(until=at.position))
-                for table in (t for p in projectors for t in p.tables):
-                    compared.append(table)
-                    for found in _table_drift(live, fresh, table):
+                tables = [t for p in projectors for t in p.tables]
+                for table in compare_tables(table_digests(live, tables), fresh, tables):
+                    compared.append(table.table)
+                    if table.matches:
+                        continue
+                    for found in _table_drift(live, fresh, table.table):
                         differences += 1
                         if len(drift) < SHOWN_DRIFT:
                             drift.append(found)
@@ -117,7 +158,8 @@ def _checkpoint_drift(
                 )
                 drift.append(Drift(table=CHECKPOINTS, row=where, reason=reason))
             continue
-        version, position, chain_hash = folded[projector.name]
+        checkpoint = folded[projector.name]
+        position, version = checkpoint.position, checkpoint.version
         if not isinstance(position, int) or position < 0 or position > head.position:
             reason = (
                 f"folded up to position {position}, past the log's head {head.position}: "
@@ -126,6 +168,7 @@ def _checkpoint_drift(
             drift.append(Drift(table=CHECKPOINTS, row=where, reason=reason))
             continue
         held = genesis(log_id).hex() if position == 0 else chain_at(snap, position)
+        chain_hash = checkpoint.chain_hash
         if held is None or not isinstance(chain_hash, str) or not same_text(chain_hash, held):
             reason = (
                 f"folded up to position {position} at a chain value the log does not hold "
@@ -148,13 +191,13 @@ def _checkpoint_drift(
 
 def _table_drift(live: Readable, fresh: Readable, table: str) -> Iterator[Drift]:
     """The rows where `live`'s `table` differs from `fresh`'s, in primary-key order."""
-    info = fresh.execute(sql.TABLE_INFO, (table, "main"))
-    columns = [name for name, _ in info]
-    keys = [index for _, index, _ in sorted((pk, i, n) for i, (n, pk) in enumerate(info) if pk)]
+    info = sql.TABLE_INFO.rows(fresh, (table, "main"))
+    columns = [column.name for column in info]
+    keys = [index for _, index in sorted((c.pk, i) for i, c in enumerate(info) if c.pk)]
     if not table_exists(live, table):
         yield Drift(table=table, row="", reason="the table is missing")
         return
-    if [name for name, _ in live.execute(sql.TABLE_INFO, (table, "main"))] != columns:
+    if [column.name for column in sql.TABLE_INFO.rows(live, (table, "main"))] != columns:
         yield Drift(table=table, row="", reason="its columns are not the ones the code creates")
         return
     ours, theirs = table_rows(live, table), table_rows(fresh, table)

@@ -31,9 +31,11 @@ from eventlog import (
     FactRejected,
     RecordedEvent,
 )
-from projections import sql
+from projections import sql_audit, sql_knowledge
 from projections.projector import TableWriter
-from projections.reads import Readable, Row, over_positions
+from projections.sql import Readable
+from projections.sql_knowledge import Held as Held
+from projections.sql_knowledge import Policy as Policy
 
 ALLOW = "allow"
 DENY = "deny"
@@ -45,11 +47,58 @@ APPROVED = "approved"
 REJECTED = "rejected"
 
 Identity = tuple[str, str, str, str]
-Published = tuple[RecordedEvent, FactPublished]
-Policy = tuple[str, frozenset[str] | None]
+InForce = tuple[str, frozenset[str] | None]
 """A policy in force: its mode, and its owners (None: the first writer owns)."""
 
 _OWNERS = msgspec.json.Decoder(tuple[str, ...])
+
+
+class Publication(msgspec.Struct, frozen=True, kw_only=True):
+    """A fact version as the knowledge projector folds it: the fact, and the attribution of
+    the event that published it (read from the event, or from the row that held it)."""
+
+    position: int
+    scope: str
+    tag: str
+    key: str
+    value: str
+    producer_task_id: str
+    ts_ns: int
+    content_hash: str
+    run_id: str | None
+    source_adapter: str | None
+
+    @classmethod
+    def of(cls, record: RecordedEvent, fact: FactPublished) -> Publication:
+        """The version the event `record`, publishing `fact`, wrote."""
+        return cls(
+            position=record.position,
+            scope=fact.scope,
+            tag=fact.tag,
+            key=fact.key,
+            value=fact.value,
+            producer_task_id=record.producer_task_id,
+            ts_ns=record.ts_ns,
+            content_hash=record.content_hash,
+            run_id=record.run_id,
+            source_adapter=record.source_adapter,
+        )
+
+    @classmethod
+    def held(cls, row: Held) -> Publication:
+        """The version a policy held, as its row recorded it."""
+        return cls(
+            position=row.position,
+            scope=row.scope,
+            tag=row.tag,
+            key=row.key,
+            value=row.value,
+            producer_task_id=row.producer_task_id,
+            ts_ns=row.ts_ns,
+            content_hash=row.content_hash,
+            run_id=row.run_id,
+            source_adapter=row.source_adapter,
+        )
 
 
 def set_policy(writer: TableWriter, position: int, payload: ConflictPolicySet) -> None:
@@ -59,52 +108,53 @@ def set_policy(writer: TableWriter, position: int, payload: ConflictPolicySet) -
     if payload.on_conflict != ALLOW and not isinstance(payload.owners, UnsetType):
         owners = msgspec.json.encode(sorted(set(payload.owners))).decode("utf-8")
     writer.execute(
-        sql.CONFLICT_POLICY_PUT, (scope, payload.tag, payload.on_conflict, position, owners)
+        sql_knowledge.CONFLICT_POLICY_PUT,
+        (scope, payload.tag, payload.on_conflict, position, owners),
     )
 
 
-def owned(policy: Policy, adapter: str | None, current: tuple[int, str | None] | None) -> bool:
+def owned(policy: InForce, adapter: str | None, current: sql_knowledge.Current | None) -> bool:
     """Whether a version written under `adapter` may become current under `policy`, given
-    the version current when it was written (its position and adapter), if any."""
+    the version current when it was written, if any."""
     mode, owners = policy
     if mode == ALLOW:
         return True
     if owners is None:
-        return current is None or current[1] == adapter
+        return current is None or current.source_adapter == adapter
     return adapter is None or adapter in owners
 
 
 def admitted(
     writer: TableWriter,
-    facts: Sequence[Published],
-    identity_of: Callable[[RecordedEvent, FactPublished], Identity],
-) -> list[Published]:
+    facts: Sequence[Publication],
+    identity_of: Callable[[Publication], Identity],
+) -> list[Publication]:
     """The versions among `facts` (in log order) that may become current (`owned`); the
     others are recorded as denied or pending. The version current at each one's position is
     the table's, or an earlier admitted one in `facts`."""
-    if not writer.execute(sql.CONFLICT_ANY):
+    if not sql_knowledge.CONFLICT_ANY.exists(writer):
         return list(facts)
-    policies: dict[str, dict[str, Policy]] = {}
-    current: dict[Identity, tuple[int, str | None] | None] = {}
-    kept: list[Published] = []
-    for record, fact in facts:
+    policies: dict[str, dict[str, InForce]] = {}
+    current: dict[Identity, sql_knowledge.Current | None] = {}
+    kept: list[Publication] = []
+    for fact in facts:
         if fact.tag not in policies:
-            rows = writer.execute(sql.CONFLICT_POLICIES_FOR, (fact.tag,))
-            policies[fact.tag] = {scope: (mode, _owners(text)) for scope, mode, text in rows}
+            rows = sql_knowledge.CONFLICT_POLICIES_FOR.rows(writer, (fact.tag,))
+            policies[fact.tag] = {row.scope: (row.on_conflict, _owners(row.owners)) for row in rows}
         by_scope = policies[fact.tag]
         policy = by_scope.get(fact.scope, by_scope.get("", (ALLOW, None)))
-        identity = identity_of(record, fact)
+        identity = identity_of(fact)
         if identity not in current:
-            found = writer.execute(sql.CONFLICT_CURRENT, identity)
-            current[identity] = (found[0][0], found[0][1]) if found else None
+            current[identity] = sql_knowledge.CONFLICT_CURRENT.first(writer, identity)
         now = current[identity]
-        if not owned(policy, record.source_adapter, now):
-            status = DENIED if policy[0] == DENY else PENDING
-            contested = None if now is None else now[0]
-            writer.execute(sql.HELD_INSERT, _held_row(record, fact, identity, status, contested))
+        if not owned(policy, fact.source_adapter, now):
+            mode, _ = policy
+            status = DENIED if mode == DENY else PENDING
+            contested = None if now is None else now.position
+            writer.execute(sql_knowledge.HELD_INSERT, _held_row(fact, identity, status, contested))
             continue
-        current[identity] = (record.position, record.source_adapter)
-        kept.append((record, fact))
+        current[identity] = sql_knowledge.Current(fact.position, fact.source_adapter)
+        kept.append(fact)
     return kept
 
 
@@ -121,27 +171,28 @@ def _owners(text: str | None) -> frozenset[str] | None:
 
 def decide(
     writer: TableWriter, position: int, payload: FactApproved | FactRejected
-) -> Published | None:
+) -> Publication | None:
     """Fold an operator's decision on a pending version. An approval returns the version to
     publish when it is newer than the current one (an older one is recorded approved only);
     a decision on anything but a pending version changes nothing."""
-    found = writer.execute(sql.HELD_GET, (payload.position,))
-    if not found or found[0][11] != PENDING:
+    held = sql_knowledge.HELD_GET.first(writer, (payload.position,))
+    if held is None or held.status != PENDING:
         return None
-    row = found[0]
     status = APPROVED if isinstance(payload, FactApproved) else REJECTED
-    writer.execute(sql.HELD_DECIDE, (status, position, payload.position))
+    writer.execute(sql_knowledge.HELD_DECIDE, (status, position, payload.position))
     if status == REJECTED:
         return None
-    now = writer.execute(sql.CONFLICT_CURRENT, row[1:5])
-    if now and now[0][0] > row[0]:
+    now = sql_knowledge.CONFLICT_CURRENT.first(
+        writer, (held.scope, held.run_key, held.tag, held.key)
+    )
+    if now is not None and now.position > held.position:
         return None
-    return _version(row)
+    return Publication.held(held)
 
 
-def held_versions(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """Held versions among `positions` (columns `sql.HELD_COLUMNS`)."""
-    return over_positions(db, sql.HELD_AMONG, positions)
+def held_versions(db: Readable, positions: Sequence[int]) -> list[Held]:
+    """Held versions among `positions`."""
+    return sql_knowledge.HELD_AMONG.among(db, positions)
 
 
 def held_matching(
@@ -151,50 +202,30 @@ def held_matching(
     tag: str | None = None,
     key: str | None = None,
     run_id: str | None = None,
-) -> list[Row]:
-    """Held versions matching every given filter, oldest first (columns `sql.HELD_COLUMNS`)."""
-    filters, params = sql.fact_filters(scope, tag, key, run_id)
-    return db.execute(sql.HELD_MATCHING.format(filters=filters), params)
+) -> list[Held]:
+    """Held versions matching every given filter, oldest first."""
+    filters, params = sql_audit.fact_filters(scope, tag, key, run_id)
+    return sql_knowledge.HELD_MATCHING.format(filters=filters).rows(db, params)
 
 
-def policies(db: Readable) -> list[Row]:
-    """Every tag's policy in force: (scope or '' for every scope, tag, on_conflict, position,
-    owners as a JSON array or None)."""
-    return db.execute(sql.CONFLICT_POLICIES)
+def policies(db: Readable) -> list[Policy]:
+    """Every tag's policy in force."""
+    return sql_knowledge.CONFLICT_POLICIES.rows(db)
 
 
 def _held_row(
-    record: RecordedEvent,
-    fact: FactPublished,
-    identity: Identity,
-    status: str,
-    contested: int | None,
+    fact: Publication, identity: Identity, status: str, contested: int | None
 ) -> tuple[object, ...]:
+    """A `fl_fact_held` row, in `sql_knowledge.HELD_INSERT`'s column order."""
     return (
-        record.position,
+        fact.position,
         *identity,
         fact.value,
-        record.producer_task_id,
-        record.ts_ns,
-        record.content_hash,
-        record.run_id,
-        record.source_adapter,
+        fact.producer_task_id,
+        fact.ts_ns,
+        fact.content_hash,
+        fact.run_id,
+        fact.source_adapter,
         status,
         contested,
     )
-
-
-def _version(row: Row) -> Published:
-    """The held version `row` as the event that wrote it (the fields the fold reads)."""
-    fact = FactPublished(scope=row[1], tag=row[3], key=row[4], value=row[5])
-    record = RecordedEvent(
-        position=row[0],
-        event_id="",
-        ts_ns=row[7],
-        producer_task_id=row[6],
-        run_id=row[9],
-        source_adapter=row[10],
-        content_hash=row[8],
-        payload=fact,
-    )
-    return record, fact

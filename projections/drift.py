@@ -38,10 +38,9 @@ from eventlog import (
 )
 from eventlog.logs import get_logger
 from eventlog.signing import authorization_of, claims_of, is_unsigned_import
-from projections import sql
+from projections import sql_reads
 from projections.entries import MemoryEntry
 from projections.projector import ModelSnapshot
-from projections.reads import over_positions
 
 log = get_logger("factledger.projections")
 
@@ -109,7 +108,7 @@ def unconfirmed_entries(
     position, with the fields that differ (`hidden` for a row shown that a quarantine
     covers). Each is logged as an error."""
     positions = [entry.id for entry in entries]
-    covered = {row[0] for row in over_positions(snap, sql.LINEAGE_QUARANTINED_AMONG, positions)}
+    covered = {row.position for row in sql_reads.LINEAGE_QUARANTINED_AMONG.among(snap, positions)}
     found: dict[int, tuple[str, ...]] = {}
     for entry in entries:
         problems = entry_problems(entry, _event_at(snap, entry.id))

@@ -1,14 +1,29 @@
 """The questions audits ask of a read model: every version of a fact, who set each current
-value, the current values, and what a set of log positions reached. Rows come back in the
-column order each function names; values are bound, never spliced."""
+value, the current values, and what a set of log positions reached. Each returns the rows
+its query declares in `projections.sql`; values are bound, never spliced."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
-from projections import sql
+from projections import sql_audit, sql_knowledge, sql_reads
 from projections.knowledge import Identity
-from projections.reads import Readable, Row, over_positions
+from projections.sql import Readable
+from projections.sql_audit import Blamed as Blamed
+from projections.sql_audit import CurrentValue as CurrentValue
+from projections.sql_audit import LiveEntry as LiveEntry
+from projections.sql_audit import LiveFact as LiveFact
+from projections.sql_audit import Succession as Succession
+from projections.sql_audit import Version as Version
+from projections.sql_knowledge import Operator as Operator
+from projections.sql_knowledge import Quarantine as Quarantine
+from projections.sql_knowledge import Unauthorized as Unauthorized
+from projections.sql_reads import ReceiptItem as ReceiptItem
+
+_BY_POSITION = attrgetter("position")
+"""Rows read over positions in batches (`Query.among`), put back in the order one statement
+would return them."""
 
 
 def fact_versions(
@@ -18,110 +33,95 @@ def fact_versions(
     tag: str | None = None,
     key: str | None = None,
     run_id: str | None = None,
-) -> list[Row]:
-    """Fact versions matching every given filter, oldest first: (position, ts_ns, scope, run_id,
-    tag, key, value, content_hash, producer_task_id, source_adapter, replaced_position,
-    quarantined, is_current)."""
-    filters, params = sql.fact_filters(scope, tag, key, run_id)
-    return db.execute(sql.FACT_VERSIONS.format(filters=filters), params)
+) -> list[Version]:
+    """Fact versions matching every given filter, oldest first."""
+    filters, params = sql_audit.fact_filters(scope, tag, key, run_id)
+    return sql_audit.FACT_VERSIONS.format(filters=filters).rows(db, params)
 
 
 def fact_blame(
     db: Readable, *, scope: str | None = None, tag: str | None = None, run_id: str | None = None
-) -> list[Row]:
-    """Current fact versions by identity: (scope, run_key, tag, key, value, position, ts_ns,
-    producer_task_id, source_adapter, earlier version count)."""
-    filters, params = sql.fact_filters(scope, tag, None, run_id)
-    return db.execute(sql.FACT_BLAME.format(filters=filters), params)
+) -> list[Blamed]:
+    """Current fact versions by identity, with the count of versions before each."""
+    filters, params = sql_audit.fact_filters(scope, tag, None, run_id)
+    return sql_audit.FACT_BLAME.format(filters=filters).rows(db, params)
 
 
-def current_fact_values(db: Readable) -> dict[Identity, tuple[int, str, str | None]]:
-    """Each fact identity's current (position, value, source adapter)."""
-    return {
-        (r[0], r[1], r[2], r[3]): (r[4], r[5], r[6]) for r in db.execute(sql.FACT_CURRENT_VALUES)
-    }
+def current_fact_values(db: Readable) -> dict[Identity, CurrentValue]:
+    """Each fact identity's current version (position, value, source adapter)."""
+    return {row.identity(): row for row in sql_audit.FACT_CURRENT_VALUES.rows(db)}
 
 
 def held_among(db: Readable, positions: Sequence[int]) -> set[int]:
     """The fact versions among `positions` a conflict policy held or denied (never current
     when published)."""
-    return {row[0] for row in over_positions(db, sql.HELD_AMONG, positions)}
+    return {row.position for row in sql_knowledge.HELD_AMONG.among(db, positions)}
 
 
-def quarantine_state(db: Readable, position: int) -> tuple[str, int | None] | None:
-    """(reason, released_by position) of the quarantine at `position`, or None if none is."""
-    found = db.execute(sql.QUARANTINE_GET, (position,))
-    return (found[0][1], found[0][2]) if found else None
+def quarantine_state(db: Readable, position: int) -> Quarantine | None:
+    """The quarantine at `position` (its reason, and the release that undid it), or None if
+    none is."""
+    return sql_knowledge.QUARANTINE_GET.first(db, (position,))
 
 
-def quarantines(db: Readable) -> list[Row]:
-    """Every quarantine that took effect: (position, reason, released_by position or None)."""
-    return db.execute(sql.QUARANTINE_ALL)
+def quarantines(db: Readable) -> list[Quarantine]:
+    """Every quarantine that took effect."""
+    return sql_knowledge.QUARANTINE_ALL.rows(db)
 
 
-def operators(db: Readable) -> list[Row]:
-    """Every operator key the log registered, in the order added: (key_id, name, public key
-    in base64, added position, key that signed the addition, removed position or None, key
-    that signed the removal or None)."""
-    return db.execute(sql.OPERATOR_LIST)
+def operators(db: Readable) -> list[Operator]:
+    """Every operator key the log registered, in the order added."""
+    return sql_knowledge.OPERATOR_LIST.rows(db)
 
 
-def operator(db: Readable, key_id: str) -> Row | None:
-    """The operator key `key_id`, in `operators`' columns, or None if never registered."""
-    found = db.execute(sql.OPERATOR_GET, (key_id,))
-    return found[0] if found else None
+def operator(db: Readable, key_id: str) -> Operator | None:
+    """The operator key `key_id`, or None if never registered."""
+    return sql_knowledge.OPERATOR_GET.first(db, (key_id,))
 
 
 def has_operator(db: Readable) -> bool:
     """Whether the log registered an operator key: from then on operator actions need one's
     signature."""
-    return bool(db.execute(sql.OPERATOR_ANY))
+    return sql_knowledge.OPERATOR_ANY.exists(db)
 
 
-def unauthorized(db: Readable, positions: Sequence[int] | None = None) -> list[Row]:
-    """Operator actions that took no effect (of `positions`, or all): (position, kind, key id
-    it named or None, reason), by position."""
+def unauthorized(db: Readable, positions: Sequence[int] | None = None) -> list[Unauthorized]:
+    """Operator actions that took no effect (of `positions`, or all), by position."""
     if positions is None:
-        return db.execute(sql.UNAUTHORIZED_ALL)
-    return _sorted(over_positions(db, sql.UNAUTHORIZED_AT, positions))
+        return sql_knowledge.UNAUTHORIZED_ALL.rows(db)
+    return sorted(sql_knowledge.UNAUTHORIZED_AT.among(db, positions), key=_BY_POSITION)
 
 
 def imported_rows(db: Readable, *, signed: bool) -> set[tuple[int, float, str]]:
     """Legacy rows imported with effect (with `signed`, only those an operator's signature
     made count): (legacy id, created_at, content hash)."""
-    return {(r[0], r[1], r[2]) for r in db.execute(sql.IMPORT_ALL, (int(signed),))}
+    return {
+        (row.legacy_id, row.created_at, row.content_hash)
+        for row in sql_knowledge.IMPORT_ALL.rows(db, (int(signed),))
+    }
 
 
-def receipts_touching(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """Receipt items naming any of `positions`: (receipt position, task_id, run_id, adapter,
-    event position, included, reason)."""
-    return _sorted(over_positions(db, sql.RECEIPTS_TOUCHING, positions))
+def receipts_touching(db: Readable, positions: Sequence[int]) -> list[ReceiptItem]:
+    """Receipt items naming any of `positions`, by receipt."""
+    found = sql_reads.RECEIPTS_TOUCHING.among(db, positions)
+    return sorted(found, key=attrgetter("receipt_position", "event_position"))
 
 
-def live_facts(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """Which of `positions` are current fact versions: (position, scope, run_id, tag, key,
-    producer_task_id, source_adapter, content_hash)."""
-    return _sorted(over_positions(db, sql.FORENSIC_LIVE_FACTS, positions))
+def live_facts(db: Readable, positions: Sequence[int]) -> list[LiveFact]:
+    """Which of `positions` are current fact versions."""
+    return sorted(sql_audit.FORENSIC_LIVE_FACTS.among(db, positions), key=_BY_POSITION)
 
 
-def live_entries(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """Which of `positions` are visible memory entries: (id, type, tags, producer_task_id,
-    source_adapter, content_hash, claims as JSON or None, unsigned_import)."""
-    return _sorted(over_positions(db, sql.FORENSIC_LIVE_ENTRIES, positions))
+def live_entries(db: Readable, positions: Sequence[int]) -> list[LiveEntry]:
+    """Which of `positions` are visible memory entries."""
+    return sorted(sql_audit.FORENSIC_LIVE_ENTRIES.among(db, positions), key=attrgetter("id"))
 
 
-def replaced_by(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """Versions that fact versions at `positions` replaced: (position, scope, run_id, tag, key,
-    replaced position, its producer, its adapter)."""
-    return _sorted(over_positions(db, sql.FORENSIC_OVERWRITTEN, positions))
+def replaced_by(db: Readable, positions: Sequence[int]) -> list[Succession]:
+    """The versions the fact versions at `positions` replaced (`other_*`)."""
+    return sorted(sql_audit.FORENSIC_OVERWRITTEN.among(db, positions), key=_BY_POSITION)
 
 
-def replaced_later(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """The next version after each fact version at `positions`: (position, scope, run_id, tag,
-    key, next position, its producer, its adapter)."""
-    return _sorted(over_positions(db, sql.FORENSIC_NEXT_VERSIONS, positions))
-
-
-def _sorted(rows: list[Row]) -> list[Row]:
-    """Rows ordered by their first column (a position), whatever batch each came from."""
-    return sorted(rows, key=lambda row: row[0])
+def replaced_later(db: Readable, positions: Sequence[int]) -> list[Succession]:
+    """The next version (`other_*`) after each fact version at `positions`."""
+    return sorted(sql_audit.FORENSIC_NEXT_VERSIONS.among(db, positions), key=_BY_POSITION)

@@ -16,7 +16,7 @@ from msgspec import UNSET
 from eventlog import FactPublished, InvalidInputError, InvalidTypeError, NewEvent, RecordedEvent
 from eventlog.checks import check_actor, check_content, check_optional_actor, check_positions
 from eventlog.logs import get_logger
-from projections import reading, reads, sql
+from projections import reading, reads, sql_reads
 from projections.entries import Fact
 from projections.knowledge import fact_identity, run_key
 from projections.lineage import check_sources
@@ -154,17 +154,13 @@ class CrossTaskKB:
         with self._store.write_transaction() as tx:
             check_sources(tx.head_position(), events)
             records = tx.append(events)
-            replaced = {
-                position: (previous, producer, adapter)
-                for position, previous, producer, adapter in tx.execute(
-                    sql.FACTS_REPLACED, (records[0].position, records[-1].position)
-                )
-            }
+            span = (records[0].position, records[-1].position)
+            replaced = {row.position: row for row in sql_reads.FACTS_REPLACED.rows(tx, span)}
         facts = [fact_from_record(record) for record in records]
         self._counter.incr_publish(len(facts))
         for fact in facts:
             if fact.position in replaced:
-                _log_overwrite(fact, *replaced[fact.position])
+                _log_overwrite(fact, replaced[fact.position])
             self._fire_hook(fact)
         return facts
 
@@ -268,11 +264,9 @@ class CrossTaskKB:
             )
 
 
-def _log_overwrite(
-    fact: Fact, previous_position: int, previous_producer: str, previous_adapter: str | None
-) -> None:
+def _log_overwrite(fact: Fact, previous: sql_reads.Replaced) -> None:
     """Another producer or adapter overwriting a fact is a warning; updating one's own, info."""
-    same_writer = (previous_producer, previous_adapter) == (
+    same_writer = (previous.producer_task_id, previous.source_adapter) == (
         fact.producer_task_id,
         fact.source_adapter,
     )
@@ -283,9 +277,9 @@ def _log_overwrite(
         tag=fact.tag,
         key=fact.key,
         run_id=fact.run_id,
-        previous_position=previous_position,
-        previous_producer=previous_producer,
-        previous_adapter=previous_adapter,
+        previous_position=previous.replaced_position,
+        previous_producer=previous.producer_task_id,
+        previous_adapter=previous.source_adapter,
         position=fact.position,
         producer=fact.producer_task_id,
         adapter=fact.source_adapter,

@@ -35,10 +35,11 @@ from eventlog import (
     RecordedEvent,
 )
 from eventlog.signing import claims_of
-from projections import conflicts, sql
+from projections import conflicts, sql_knowledge
+from projections.conflicts import Publication
 from projections.operators import CLAIMS, UNSIGNED_IMPORT, Authority
 from projections.projector import TableWriter
-from projections.reads import Readable
+from projections.sql import Readable
 
 Identity = tuple[str, str, str, str]
 """(scope, run_key, tag, key): run_key is the run id for run scope and '' for project scope."""
@@ -63,19 +64,19 @@ class KnowledgeProjector:
 
     name = "knowledge"
     version = 6
-    tables = sql.KNOWLEDGE_TABLES + sql.CONFLICT_TABLES
+    tables = sql_knowledge.KNOWLEDGE_TABLES + sql_knowledge.CONFLICT_TABLES
 
     def __init__(self, log_id: str) -> None:
         self._authority = Authority(log_id)
 
     def create(self, writer: TableWriter) -> None:
-        for statement in sql.KNOWLEDGE_DDL + sql.CONFLICT_DDL:
+        for statement in sql_knowledge.KNOWLEDGE_DDL + sql_knowledge.CONFLICT_DDL:
             writer.execute(statement)
 
     def apply(self, writer: TableWriter, records: Sequence[RecordedEvent]) -> None:
         entries: list[tuple[object, ...]] = []
         tags: list[tuple[str, float, int]] = []
-        facts: list[tuple[RecordedEvent, FactPublished]] = []
+        facts: list[Publication] = []
         for record in records:
             payload = record.payload
             if entries and not isinstance(payload, MemoryAdded):
@@ -93,12 +94,12 @@ class KnowledgeProjector:
                             (tag, payload.importance, record.position) for tag in payload.tags
                         )
                 case FactPublished():
-                    facts.append((record, payload))
+                    facts.append(Publication.of(record, payload))
                 case MemoryRemoved():
                     _remove(writer, payload.entry_ids)
                 case MemoryReweighted():
-                    writer.execute(sql.MEMORY_REWEIGHT, (payload.factor,))
-                    writer.execute(sql.TAG_REWEIGHT, (payload.factor,))
+                    writer.execute(sql_knowledge.MEMORY_REWEIGHT, (payload.factor,))
+                    writer.execute(sql_knowledge.TAG_REWEIGHT, (payload.factor,))
                 case QuarantineApplied():
                     if self._authority.permits(writer, record):
                         _quarantine(writer, record.position, payload)
@@ -155,7 +156,7 @@ class KnowledgeProjector:
             return None
         signed = standing != UNSIGNED_IMPORT
         writer.execute(
-            sql.IMPORT_INSERT,
+            sql_knowledge.IMPORT_INSERT,
             (claims.id, claims.created_at, record.content_hash, signed, record.position),
         )
         shown = _CLAIMS.encode(claims).decode("utf-8")
@@ -198,7 +199,7 @@ def _row(
     claims: str | None,
     unsigned_import: bool = False,
 ) -> tuple[object, ...]:
-    """A `fl_memory` row, in `sql.MEMORY_INSERT`'s column order."""
+    """A `fl_memory` row, in `sql_knowledge.MEMORY_INSERT`'s column order."""
     return (
         record.position,
         payload.type,
@@ -223,21 +224,16 @@ _CLAIMS = msgspec.json.Encoder(order="deterministic")
 def _insert_entries(
     writer: TableWriter, entries: list[tuple[object, ...]], tags: list[tuple[str, float, int]]
 ) -> None:
-    writer.executemany(sql.MEMORY_INSERT, entries)
+    writer.executemany(sql_knowledge.MEMORY_INSERT, entries)
     if tags:
-        writer.executemany(sql.TAG_INSERT, tags)
+        writer.executemany(sql_knowledge.TAG_INSERT, tags)
 
 
-def _identity_of(record: RecordedEvent, fact: FactPublished) -> Identity:
-    return fact_identity(fact.scope, record.run_id, fact.tag, fact.key)
+def _identity_of(fact: Publication) -> Identity:
+    return fact_identity(fact.scope, fact.run_id, fact.tag, fact.key)
 
 
-def _publish(
-    writer: TableWriter,
-    facts: Sequence[tuple[RecordedEvent, FactPublished]],
-    *,
-    admitted: bool = False,
-) -> None:
+def _publish(writer: TableWriter, facts: Sequence[Publication], *, admitted: bool = False) -> None:
     """Fold consecutive published facts, a batch of statements for the lot.
 
     The same rows as folding them one by one: each version replaces the identity's current
@@ -249,51 +245,51 @@ def _publish(
         facts = conflicts.admitted(writer, facts, _identity_of)
         if not facts:
             return
-    identities = [fact_identity(f.scope, r.run_id, f.tag, f.key) for r, f in facts]
+    identities = [_identity_of(fact) for fact in facts]
     latest = _current_positions(writer, list(dict.fromkeys(identities)))
     hide: dict[Identity, tuple[int, int]] = {}
     versions: list[tuple[object, ...]] = []
-    for identity, (record, fact) in zip(identities, facts, strict=True):
+    for identity, fact in zip(identities, facts, strict=True):
         replaced = latest.get(identity)
-        hide.setdefault(identity, (replaced or 0, record.position))
-        latest[identity] = record.position
+        hide.setdefault(identity, (replaced or 0, fact.position))
+        latest[identity] = fact.position
         versions.append(
             (
-                record.position,
+                fact.position,
                 *identity,
                 fact.value,
-                record.producer_task_id,
-                record.ts_ns,
-                record.content_hash,
-                record.run_id,
-                record.source_adapter,
+                fact.producer_task_id,
+                fact.ts_ns,
+                fact.content_hash,
+                fact.run_id,
+                fact.source_adapter,
                 replaced,
             )
         )
-    writer.executemany(sql.FACT_INSERT, versions)
-    writer.executemany(sql.FACT_CURRENT_PUT, [(*i, latest[i]) for i in hide])
+    writer.executemany(sql_knowledge.FACT_INSERT, versions)
+    writer.executemany(sql_knowledge.FACT_CURRENT_PUT, [(*i, latest[i]) for i in hide])
     mirrors = [
         (
-            record.position,
+            fact.position,
             "cross_task",
             fact.value,
             fact.tag,
             1.0,
-            record.producer_task_id or None,
-            record.ts_ns / 1e9,
+            fact.producer_task_id or None,
+            fact.ts_ns / 1e9,
             "",
             "",
-            record.source_adapter,
-            record.producer_task_id,
-            record.content_hash,
-            0 if latest[identity] == record.position else sql.HIDDEN_SUPERSEDED,
+            fact.source_adapter,
+            fact.producer_task_id,
+            fact.content_hash,
+            0 if latest[identity] == fact.position else sql_knowledge.HIDDEN_SUPERSEDED,
         )
-        for identity, (record, fact) in zip(identities, facts, strict=True)
+        for identity, fact in zip(identities, facts, strict=True)
     ]
-    writer.executemany(sql.MIRROR_INSERT, mirrors)
-    writer.executemany(sql.TAG_INSERT, [(f.tag, 1.0, r.position) for r, f in facts])
+    writer.executemany(sql_knowledge.MIRROR_INSERT, mirrors)
+    writer.executemany(sql_knowledge.TAG_INSERT, [(fact.tag, 1.0, fact.position) for fact in facts])
     writer.executemany(
-        sql.FACT_MIRRORS_OLDER_HIDE, [(*i, low, high) for i, (low, high) in hide.items()]
+        sql_knowledge.FACT_MIRRORS_OLDER_HIDE, [(*i, low, high) for i, (low, high) in hide.items()]
     )
 
 
@@ -302,31 +298,29 @@ def _current_positions(db: Readable, identities: Sequence[Identity]) -> dict[Ide
     found: dict[Identity, int] = {}
     for start in range(0, len(identities), IDENTITY_BATCH):
         batch = identities[start : start + IDENTITY_BATCH]
-        statement = sql.FACT_CURRENT_OF.format(rows=", ".join(["(?, ?, ?, ?)"] * len(batch)))
-        for scope, key_of_run, tag, key, position in db.execute(
-            statement, [value for identity in batch for value in identity]
-        ):
-            found[(scope, key_of_run, tag, key)] = position
+        query = sql_knowledge.FACT_CURRENT_OF.format(rows=", ".join(["(?, ?, ?, ?)"] * len(batch)))
+        for row in query.rows(db, [value for identity in batch for value in identity]):
+            found[row.identity()] = row.position
     return found
 
 
 def _remove(writer: TableWriter, entry_ids: Sequence[int]) -> None:
     for entry_id in entry_ids:
-        found = writer.execute(sql.MEMORY_TAGS_OF, (entry_id,))
-        if not found:
+        found = sql_knowledge.MEMORY_TAGS_OF.first(writer, (entry_id,))
+        if found is None:
             continue
-        tags, importance = found[0]
-        if tags:
+        if found.tags:
             writer.executemany(
-                sql.TAG_DELETE, [(tag, importance, entry_id) for tag in tags.split(",")]
+                sql_knowledge.TAG_DELETE,
+                [(tag, found.importance, entry_id) for tag in found.tags.split(",")],
             )
-        writer.execute(sql.MEMORY_DELETE, (entry_id,))
+        writer.execute(sql_knowledge.MEMORY_DELETE, (entry_id,))
 
 
 def _quarantine(writer: TableWriter, position: int, payload: QuarantineApplied) -> None:
-    writer.execute(sql.QUARANTINE_INSERT, (position, payload.reason))
+    writer.execute(sql_knowledge.QUARANTINE_INSERT, (position, payload.reason))
     covered = matching_positions(writer, position, payload)
-    writer.executemany(sql.QUARANTINE_COVER, [(p, position) for p in covered])
+    writer.executemany(sql_knowledge.QUARANTINE_COVER, [(p, position) for p in covered])
     _set_quarantined(writer, covered)
 
 
@@ -338,29 +332,32 @@ def matching_positions(db: Readable, position: int, payload: QuarantineApplied) 
     selectors: list[object] = []
     chosen: list[tuple[tuple[str, str], list[object]]] = []
     if payload.match_positions:
-        chosen.append((sql.QUARANTINE_MATCH_POSITIONS, [*payload.match_positions]))
+        chosen.append((sql_knowledge.QUARANTINE_MATCH_POSITIONS, [*payload.match_positions]))
     if payload.match_producer_task_id is not None:
-        chosen.append((sql.QUARANTINE_MATCH_PRODUCER, [payload.match_producer_task_id]))
+        chosen.append((sql_knowledge.QUARANTINE_MATCH_PRODUCER, [payload.match_producer_task_id]))
     if payload.match_source_adapter is not None:
-        chosen.append((sql.QUARANTINE_MATCH_ADAPTER, [payload.match_source_adapter]))
+        chosen.append((sql_knowledge.QUARANTINE_MATCH_ADAPTER, [payload.match_source_adapter]))
     marks = ", ".join("?" * len(payload.match_positions))
     for (on_memory, on_fact), values in chosen:
         memory_filters.append(on_memory.format(marks=marks))
         fact_filters.append(on_fact.format(marks=marks))
         selectors.extend(values)
     params = [position, *selectors, position, *selectors]
-    statement = sql.QUARANTINE_CANDIDATES.format(
+    query = sql_knowledge.QUARANTINE_CANDIDATES.format(
         where_memory="".join(memory_filters), where_fact="".join(fact_filters)
     )
-    return sorted(row[0] for row in db.execute(statement, params))
+    return sorted(row.position for row in query.rows(db, params))
 
 
 def _release(writer: TableWriter, position: int, quarantine_position: int) -> None:
-    if not writer.execute(sql.QUARANTINE_ACTIVE, (quarantine_position,)):
+    if not sql_knowledge.QUARANTINE_ACTIVE.exists(writer, (quarantine_position,)):
         return
-    covered = [row[0] for row in writer.execute(sql.QUARANTINE_COVERED_BY, (quarantine_position,))]
-    writer.execute(sql.QUARANTINE_UNCOVER, (quarantine_position,))
-    writer.execute(sql.QUARANTINE_RELEASE, (position, quarantine_position))
+    covered = [
+        row.position
+        for row in sql_knowledge.QUARANTINE_COVERED_BY.rows(writer, (quarantine_position,))
+    ]
+    writer.execute(sql_knowledge.QUARANTINE_UNCOVER, (quarantine_position,))
+    writer.execute(sql_knowledge.QUARANTINE_RELEASE, (position, quarantine_position))
     _set_quarantined(writer, covered)
 
 
@@ -368,15 +365,18 @@ def _set_quarantined(writer: TableWriter, positions: Sequence[int]) -> None:
     """Refresh the quarantine flags of `positions` and the current version of their facts."""
     identities: set[Identity] = set()
     for event_position in positions:
-        flag = 1 if writer.execute(sql.QUARANTINE_STILL_COVERED, (event_position,)) else 0
-        writer.execute(sql.QUARANTINE_SET_MEMORY, (flag * sql.HIDDEN_QUARANTINED, event_position))
-        writer.execute(sql.QUARANTINE_SET_FACT, (flag, event_position))
-        for scope, run_key, tag, key in writer.execute(sql.FACT_IDENTITY_OF, (event_position,)):
-            identities.add((scope, run_key, tag, key))
+        flag = int(sql_knowledge.QUARANTINE_STILL_COVERED.exists(writer, (event_position,)))
+        writer.execute(
+            sql_knowledge.QUARANTINE_SET_MEMORY,
+            (flag * sql_knowledge.HIDDEN_QUARANTINED, event_position),
+        )
+        writer.execute(sql_knowledge.QUARANTINE_SET_FACT, (flag, event_position))
+        for row in sql_knowledge.FACT_IDENTITY_OF.rows(writer, (event_position,)):
+            identities.add(row.identity())
     for identity in sorted(identities):
-        newest = writer.execute(sql.FACT_NEWEST_VISIBLE, identity)[0][0]
+        newest = sql_knowledge.FACT_NEWEST_VISIBLE.one(writer, identity).position
         if newest is None:
-            writer.execute(sql.FACT_CURRENT_DELETE, identity)
+            writer.execute(sql_knowledge.FACT_CURRENT_DELETE, identity)
         else:
-            writer.execute(sql.FACT_CURRENT_PUT, (*identity, newest))
-        writer.execute(sql.FACT_MIRRORS_SUPERSEDE, (newest or 0, *identity))
+            writer.execute(sql_knowledge.FACT_CURRENT_PUT, (*identity, newest))
+        writer.execute(sql_knowledge.FACT_MIRRORS_SUPERSEDE, (newest or 0, *identity))

@@ -23,17 +23,17 @@ from eventlog.checks import (
     check_optional_actor,
 )
 from projections import sql
+from projections.database import open_read_only
 from projections.errors import LegacyImportError
-from projections.reads import Readable
+from projections.sql import Readable
 from projections.validation import check_memory_type, check_tags
 
-REQUIRED = ("id", "type", "content", "tags", "importance", "task_id", "created_at")
-OPTIONAL = ("source_agent", "source_model", "source_adapter")
+REQUIRED = tuple(name for name in sql.Legacy.__struct_fields__ if name not in sql.LEGACY_OPTIONAL)
 
 
 def holds_legacy_table(db: Readable) -> bool:
     """Whether `db` has a table named `memory` (the replaced store's, perhaps)."""
-    return bool(db.execute(sql.LEGACY_TABLE_EXISTS))
+    return sql.LEGACY_TABLE_EXISTS.exists(db)
 
 
 def legacy_events(
@@ -51,7 +51,7 @@ def legacy_events(
     if not holds_legacy_table(db):
         problem = "it has no memory table"
     else:
-        present = {row[1] for row in db.execute(sql.LEGACY_COLUMNS)}
+        present = {row.name for row in sql.LEGACY_COLUMNS.rows(db)}
         missing = [column for column in REQUIRED if column not in present]
         if missing:
             problem = f"its memory table has no column {', '.join(missing)}"
@@ -59,43 +59,42 @@ def legacy_events(
         if strict:
             raise LegacyImportError(f"not a database of the replaced store: {problem}")
         return None
-    columns = [*REQUIRED, *(c for c in OPTIONAL if c in present)]
-    rows = db.execute(sql.LEGACY_ROWS.format(columns=", ".join(columns)))
     return [
         NewEvent(
-            payload=_payload(dict(zip(columns, row, strict=True))),
+            payload=_payload(row),
             producer_task_id=producer_task_id,
             run_id=run_id,
             source_adapter=source_adapter,
         )
-        for row in rows
+        for row in sql.legacy_rows(present).rows(db)
     ]
 
 
-def _payload(row: dict[str, Any]) -> MemoryAdded:
-    legacy_id = row["id"]
+def _payload(row: sql.Legacy) -> MemoryAdded:
+    legacy_id = row.id
     try:
         if isinstance(legacy_id, bool) or not isinstance(legacy_id, int):
             raise InvalidTypeError(f"id must be an integer, not {type(legacy_id).__name__}")
         if not -MAX_POSITION <= legacy_id <= MAX_POSITION:
             raise ValueError("id does not fit in 64 bits")
-        raw_tags = row["tags"] or ""
+        raw_tags = row.tags or ""
         tags = check_tags([t.strip() for t in str(raw_tags).split(",") if t.strip()])
-        content = row["content"]
+        content = row.content
         check_content("content", content)
+        assert isinstance(content, str)
         claims = LegacyClaims(
             id=legacy_id,
-            created_at=check_finite("created_at", row["created_at"]),
-            task_id=check_optional_actor("task_id", _text(row["task_id"])),
-            source_agent=_claim("source_agent", row.get("source_agent")) or "",
-            source_model=_claim("source_model", row.get("source_model")) or "",
-            source_adapter=check_optional_actor("source_adapter", _text(row.get("source_adapter"))),
+            created_at=check_finite("created_at", row.created_at),
+            task_id=check_optional_actor("task_id", _text(row.task_id)),
+            source_agent=_claim("source_agent", row.source_agent) or "",
+            source_model=_claim("source_model", row.source_model) or "",
+            source_adapter=check_optional_actor("source_adapter", _text(row.source_adapter)),
         )
         return MemoryAdded(
-            type=check_memory_type(row["type"]),
+            type=check_memory_type(row.type),
             content=content,
             tags=tags,
-            importance=check_finite("importance", row["importance"]),
+            importance=check_finite("importance", row.importance),
             claims=claims,
         )
     except (ValueError, TypeError) as exc:
@@ -120,7 +119,7 @@ class LegacyFile:
         source = Path(path)
         if not source.is_file():
             raise StorageError(f"cannot import {source}: no such file")
-        self._db = sql.open_read_only(source)
+        self._db = open_read_only(source)
         self.path = source
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:

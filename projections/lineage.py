@@ -29,9 +29,10 @@ from eventlog import (
     RecallRecorded,
     RecordedEvent,
 )
-from projections import sql
+from projections import sql_reads
 from projections.projector import TableWriter
-from projections.reads import Readable, Row, over_positions
+from projections.sql import Readable
+from projections.sql_reads import Link as Link
 
 Reader = tuple[str, str, str]
 """A reader: (adapter, task, run), with '' for no adapter and no run."""
@@ -59,10 +60,10 @@ class LineageProjector:
 
     name = "lineage"
     version = 2
-    tables = sql.LINEAGE_TABLES
+    tables = sql_reads.LINEAGE_TABLES
 
     def create(self, writer: TableWriter) -> None:
-        for statement in sql.LINEAGE_DDL:
+        for statement in sql_reads.LINEAGE_DDL:
             writer.execute(statement)
 
     def apply(self, writer: TableWriter, records: Sequence[RecordedEvent]) -> None:
@@ -71,8 +72,8 @@ class LineageProjector:
 
         def source_set(reader: Reader) -> int | None:
             if reader not in sets:
-                found = writer.execute(sql.LINEAGE_READER_SET, reader)
-                sets[reader] = found[0][0] if found else None
+                found = sql_reads.LINEAGE_READER_SET.first(writer, reader)
+                sets[reader] = None if found is None else found.source_set
             return sets[reader]
 
         for record in records:
@@ -85,9 +86,9 @@ class LineageProjector:
                 named = source_set(reader)
                 if named is None:
                     named = sets[reader] = record.position
-                    writer.execute(sql.LINEAGE_READER_INSERT, (*reader, named))
+                    writer.execute(sql_reads.LINEAGE_READER_INSERT, (*reader, named))
                 writer.executemany(
-                    sql.LINEAGE_SOURCE_INSERT, [(named, p, record.position) for p in exposed]
+                    sql_reads.LINEAGE_SOURCE_INSERT, [(named, p, record.position) for p in exposed]
                 )
             elif isinstance(payload, (MemoryAdded, FactPublished)):
                 _link(writer, record, source_set, declared_sources(payload))
@@ -105,9 +106,11 @@ def _link(
     links = [] if read is None else [read]
     own = sorted({p for p in declared if 0 < p < record.position})
     if own:
-        writer.executemany(sql.LINEAGE_SOURCE_INSERT, [(record.position, p, None) for p in own])
+        writer.executemany(
+            sql_reads.LINEAGE_SOURCE_INSERT, [(record.position, p, None) for p in own]
+        )
         links.append(record.position)
-    writer.executemany(sql.LINEAGE_WRITE_INSERT, [(record.position, s) for s in links])
+    writer.executemany(sql_reads.LINEAGE_WRITE_INSERT, [(record.position, s) for s in links])
 
 
 def declared_sources(payload: MemoryAdded | FactPublished) -> tuple[int, ...]:
@@ -129,19 +132,19 @@ def check_sources(head: int, events: Iterable[NewEvent]) -> None:
             )
 
 
-def parents(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """(child, parent, via receipt or None) for every link into `positions`."""
-    return over_positions(db, sql.LINEAGE_PARENTS, positions)
+def parents(db: Readable, positions: Sequence[int]) -> list[Link]:
+    """Every link into `positions`: from a child (`origin`) to its parent (`reached`)."""
+    return sql_reads.LINEAGE_PARENTS.among(db, positions)
 
 
-def children(db: Readable, positions: Sequence[int]) -> list[Row]:
-    """(parent, child, via receipt or None) for every link out of `positions`."""
-    return over_positions(db, sql.LINEAGE_CHILDREN, positions)
+def children(db: Readable, positions: Sequence[int]) -> list[Link]:
+    """Every link out of `positions`: from a parent (`origin`) to its child (`reached`)."""
+    return sql_reads.LINEAGE_CHILDREN.among(db, positions)
 
 
 def ancestors(db: Readable, positions: Sequence[int]) -> dict[int, set[int]]:
     """Every ancestor of each of `positions` that has any."""
     found: dict[int, set[int]] = {}
-    for root, ancestor in over_positions(db, sql.LINEAGE_ANCESTORS, positions):
-        found.setdefault(root, set()).add(ancestor)
+    for row in sql_reads.LINEAGE_ANCESTORS.among(db, positions):
+        found.setdefault(row.root, set()).add(row.position)
     return found

@@ -32,9 +32,9 @@ from eventlog.signing import (
     strict_base64,
     verify,
 )
-from projections import sql
+from projections import sql_knowledge
 from projections.projector import TableWriter
-from projections.reads import Readable
+from projections.sql import Readable
 
 UNSIGNED = "unsigned"
 """The log has an operator, and the action carries no signature."""
@@ -71,7 +71,7 @@ class Authority:
 
     def permits(self, writer: TableWriter, record: RecordedEvent) -> bool:
         """Whether the operator action `record` takes effect; a refusal is recorded."""
-        if not writer.execute(sql.OPERATOR_ANY):
+        if not sql_knowledge.OPERATOR_ANY.exists(writer):
             return True
         return self._accepted(writer, record, self.signature_problem(writer, record))
 
@@ -84,7 +84,7 @@ class Authority:
         with operators)."""
         claims = claims_of(record.payload)
         assert claims is not None
-        if not writer.execute(sql.OPERATOR_ANY):
+        if not sql_knowledge.OPERATOR_ANY.exists(writer):
             return UNSIGNED_IMPORT
         if not self._accepted(writer, record, self.signature_problem(writer, record)):
             return None
@@ -102,9 +102,9 @@ class Authority:
             self._refuse(writer, record, MALFORMED_KEY)
             return
         auth = authorization_of(payload)
-        if writer.execute(sql.OPERATOR_ANY):
+        if sql_knowledge.OPERATOR_ANY.exists(writer):
             problem = self.signature_problem(writer, record)
-            if problem is None and writer.execute(sql.OPERATOR_GET, (payload.key_id,)):
+            if problem is None and sql_knowledge.OPERATOR_GET.exists(writer, (payload.key_id,)):
                 problem = ALREADY_REGISTERED
         elif auth is None:
             problem = UNSIGNED
@@ -116,7 +116,7 @@ class Authority:
             return
         assert auth is not None
         writer.execute(
-            sql.OPERATOR_INSERT,
+            sql_knowledge.OPERATOR_INSERT,
             (payload.key_id, payload.name, payload.public_key, record.position, auth.key_id),
         )
 
@@ -124,29 +124,30 @@ class Authority:
         """Fold an `operator_removed`: the key stops authorizing after this position."""
         problem = self.signature_problem(writer, record)
         if problem is None:
-            found = writer.execute(sql.OPERATOR_GET, (payload.key_id,))
-            if not found or found[0][5] is not None:
+            found = sql_knowledge.OPERATOR_GET.first(writer, (payload.key_id,))
+            if found is None or found.removed_position is not None:
                 problem = NOT_AN_OPERATOR
-            elif writer.execute(sql.OPERATOR_ACTIVE_COUNT)[0][0] <= 1:
+            elif sql_knowledge.OPERATOR_ACTIVE_COUNT.one(writer).count <= 1:
                 problem = LAST_OPERATOR
         if not self._accepted(writer, record, problem):
             return
         auth = authorization_of(payload)
         assert auth is not None
-        writer.execute(sql.OPERATOR_REMOVE, (record.position, auth.key_id, payload.key_id))
+        writer.execute(
+            sql_knowledge.OPERATOR_REMOVE, (record.position, auth.key_id, payload.key_id)
+        )
 
     def signature_problem(self, db: Readable, record: RecordedEvent) -> str | None:
         """Why `record` is not signed by a key registered at its position, or None."""
         auth = authorization_of(record.payload)
         if auth is None:
             return UNSIGNED
-        found = db.execute(sql.OPERATOR_GET, (auth.key_id,))
-        if not found:
+        found = sql_knowledge.OPERATOR_GET.first(db, (auth.key_id,))
+        if found is None:
             return UNKNOWN_KEY
-        _, _, public_key, _, _, removed_position, _ = found[0]
-        if removed_position is not None:
+        if found.removed_position is not None:
             return REMOVED_KEY
-        raw = strict_base64(public_key)
+        raw = strict_base64(found.public_key)
         return BAD_SIGNATURE if raw is None else self._bad_signature(raw, record)
 
     def _bad_signature(self, public_key: bytes, record: RecordedEvent) -> str | None:
@@ -170,7 +171,7 @@ class Authority:
     def _refuse(writer: TableWriter, record: RecordedEvent, reason: str) -> None:
         auth = authorization_of(record.payload)
         writer.execute(
-            sql.UNAUTHORIZED_INSERT,
+            sql_knowledge.UNAUTHORIZED_INSERT,
             (record.position, record.kind, None if auth is None else auth.key_id, reason),
         )
 

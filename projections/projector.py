@@ -6,8 +6,8 @@ position and chain hash each projector has applied. On open, a projector that is
 catches up; one whose version changed, or whose checkpoint no longer matches the log, is
 dropped and rebuilt from the log.
 
-`Projection` keeps the tables in the log's own SQLite file (`sql.in_log_file`), so the
-append, the projectors' rows and their checkpoints commit as one transaction. A log held
+`Projection` keeps the tables in the log's own SQLite file (`database.in_log_file`), so
+the append, the projectors' rows and their checkpoints commit as one transaction. A log held
 elsewhere pairs with a local cache database instead (`projections.cache.CacheProjection`):
 the append commits in the log, then the cache folds it and advances its checkpoints; a crash
 in between leaves the cache behind, and the same catch-up repairs it. Both keep the
@@ -44,13 +44,13 @@ from eventlog.chain import genesis
 from eventlog.checks import check_finite, check_position
 from eventlog.logs import get_logger
 from projections import sql
+from projections.database import Database, in_log_file
 from projections.errors import SyncTimeoutError
 from projections.reads import Readable
 from projections.tables import table_chunks, table_exists
 
 log = get_logger("factledger.projections")
 
-FOLD_BATCH = 2000
 SYNC_POLL_S = (0.001, 0.02)
 """A waiting `sync` checks the log after the first of these, doubling up to the second."""
 
@@ -98,12 +98,10 @@ def fold(
     return count
 
 
-def batches(
-    events: Iterable[RecordedEvent], size: int = FOLD_BATCH
-) -> Iterator[list[RecordedEvent]]:
-    """`events` in lists of at most `size`, in order: projectors fold a batch at a time."""
+def batches(events: Iterable[RecordedEvent]) -> Iterator[list[RecordedEvent]]:
+    """`events` in lists of at most `sql.BATCH`, in order: projectors fold a batch at a time."""
     iterator = iter(events)
-    while batch := list(itertools.islice(iterator, size)):
+    while batch := list(itertools.islice(iterator, sql.BATCH)):
         yield batch
 
 
@@ -138,18 +136,26 @@ def copy_tables(writer: TableWriter, source: Readable, projectors: Sequence[Proj
                 writer.executemany(sql.TABLE_INSERT.format(table=table, marks=marks), chunk)
 
 
-def checkpoint_rows(db: Readable) -> dict[str, tuple[Any, ...]]:
-    """Each projector's checkpoint in `db` by name: (version, position, chain hash); none
-    when the checkpoint table is missing."""
-    if not db.execute(sql.CHECKPOINT_TABLE_EXISTS):
+def checkpoint_rows(db: Readable) -> dict[object, sql.Checkpoint]:
+    """Each projector's checkpoint in `db` by name, as stored; none when the checkpoint table
+    is missing."""
+    if not sql.CHECKPOINT_TABLE_EXISTS.exists(db):
         return {}
-    return {row[0]: tuple(row[1:]) for row in db.execute(sql.CHECKPOINT_ROWS)}
+    return {row.name: row for row in sql.CHECKPOINT_ROWS.rows(db)}
 
 
 def checkpoints_at(db: Readable, projectors: Sequence[Projector], head: Head) -> bool:
     """Whether every projector's checkpoint in `db` is `head` at its code's version."""
     found = checkpoint_rows(db)
-    return all(found.get(p.name) == (p.version, head.position, head.chain_hash) for p in projectors)
+    return all(folded_to(found.get(p.name), p) == head for p in projectors)
+
+
+def folded_to(checkpoint: sql.Checkpoint | None, projector: Projector) -> Head | None:
+    """Where `checkpoint` says `projector` is folded up to, if it names a position at the
+    code's version of the projector."""
+    if checkpoint is None or checkpoint.version != projector.version:
+        return None
+    return checkpoint.head()
 
 
 def tables_kept(db: Readable, projector: Projector) -> list[str]:
@@ -224,7 +230,7 @@ class ReadModel(Protocol):
     def projectors(self) -> tuple[Projector, ...]: ...
 
     @property
-    def database(self) -> sql.Database: ...
+    def database(self) -> Database: ...
 
     def open(self) -> None: ...
 
@@ -246,7 +252,7 @@ class _FileSnapshot:
 
     __slots__ = ("_db", "_log")
 
-    def __init__(self, log_snapshot: ReadSnapshot, db: sql.Database) -> None:
+    def __init__(self, log_snapshot: ReadSnapshot, db: Database) -> None:
         self._log = log_snapshot
         self._db = db
 
@@ -274,7 +280,7 @@ class Projection:
 
     def __init__(self, event_log: EventLog, projectors: Sequence[Projector]) -> None:
         self._log = event_log
-        self._db = sql.in_log_file(event_log)
+        self._db = in_log_file(event_log)
         self._projectors = tuple(projectors)
         self._names = tuple(p.name for p in self._projectors)
         self._verified: tuple[int, Head] | None = None
@@ -287,7 +293,7 @@ class Projection:
         return self._projectors
 
     @property
-    def database(self) -> sql.Database:
+    def database(self) -> Database:
         """The read model's tables; query them inside the log's `snapshot()` or `transaction()`."""
         return self._db
 
@@ -340,7 +346,7 @@ class Projection:
         file since this handle last found it so (`PRAGMA data_version`; its own appends fold
         as they go) and, `with_head`, the head is still the one it found or wrote (an append
         around the API through this handle's own log is caught up before a write)."""
-        version = self._db.execute(sql.DATA_VERSION)[0][0]
+        version = sql.DATA_VERSION.one(self._db).data_version
         verified = self._verified
         if (
             verified is not None
@@ -375,11 +381,11 @@ class Projection:
     def _reset_stale(self, tx: LogTransaction) -> None:
         head = tx.head()
         for projector in self._projectors:
-            row = self._db.execute(sql.CHECKPOINT_GET, (projector.name,))
+            row = sql.CHECKPOINT_GET.first(self._db, (projector.name,))
             reason = self._staleness(tx, projector, row, head.position)
             if reason is None:
                 continue
-            if row:
+            if row is not None:
                 log.warning("projector_rebuild", projector=projector.name, reason=reason)
             elif kept := tables_kept(self._db, projector):
                 reason = f"no checkpoint, though its tables are kept ({', '.join(kept)})"
@@ -392,21 +398,28 @@ class Projection:
 
     @staticmethod
     def _staleness(
-        tx: LogTransaction, projector: Projector, row: list[tuple[Any, ...]], head: int
+        tx: LogTransaction, projector: Projector, row: sql.Checkpoint | None, head: int
     ) -> str | None:
-        if not row:
+        if row is None:
             return "new"
-        version, position, chain_hash = row[0]
-        if version != projector.version:
-            return f"version {version} -> {projector.version}"
-        if position > head:
-            return f"checkpoint at {position} is past the log head {head}"
-        if position and chain_at(tx, position) != chain_hash:
-            return f"checkpoint at {position} does not match the log"
+        if row.version != projector.version:
+            return f"version {row.version!r} -> {projector.version}"
+        at = row.head()
+        if at is None:
+            return "its checkpoint names no log position"
+        if at.position > head:
+            return f"checkpoint at {at.position} is past the log head {head}"
+        if at.position and chain_at(tx, at.position) != at.chain_hash:
+            return f"checkpoint at {at.position} does not match the log"
         return None
 
     def _catch_up(self, tx: LogTransaction) -> None:
-        applied: dict[str, int] = {name: pos for name, pos in self._db.execute(sql.CHECKPOINT_ALL)}
+        found = checkpoint_rows(self._db)
+        applied = {
+            p.name: at.position
+            for p in self._projectors
+            if (at := folded_to(found.get(p.name), p)) is not None
+        }
         head = tx.head().position
         lowest = min(applied.get(name, 0) for name in self._names)
         if lowest >= head:

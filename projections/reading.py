@@ -34,7 +34,7 @@ from eventlog import (
     content_hash,
 )
 from eventlog.checks import MAX_POSITION
-from projections import reads, sql
+from projections import reads, sql_reads
 from projections.entries import Fact, MemoryEntry
 from projections.projector import ModelSnapshot
 from projections.reads import Readable
@@ -411,8 +411,8 @@ def _versions(
 ) -> list[tuple[Fact, bool]]:
     """Versions of one fact identity at or below `up_to`, newest first, with their
     quarantine flags."""
-    rows = snap.execute(sql.FACT_VERSIONS_NEWEST_FIRST, (*identity, up_to))
-    return [(reads.fact_from_row(row[1:]), bool(row[0])) for row in rows]
+    rows = sql_reads.FACT_VERSIONS_NEWEST_FIRST.rows(snap, (*identity, up_to))
+    return [(reads.fact_from_row(row), bool(row.quarantined)) for row in rows]
 
 
 def _judged_versions(judge: Judge, versions: list[tuple[Fact, bool]]) -> list[Exclusion | None]:

@@ -6,36 +6,27 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
-import msgspec
-
-from eventlog import LegacyClaims
 from eventlog.checks import MAX_POSITION
-from projections import sql
+from projections import sql, sql_knowledge, sql_reads
 from projections.entries import Fact, MemoryEntry
+from projections.sql import Readable as Readable
+from projections.sql import Row as Row
 
-Row = tuple[Any, ...]
 Rank = tuple[int, float, int]
 """(tags shared with the query, importance, id): higher ranks first."""
+RankedRow = tuple[Rank, sql_reads.Ranked]
+"""A ranked row and its rank."""
 
 FIRST_CHUNK = 32
 """Rows a ranked read takes from a tag's list at first (at least the limit); then it doubles."""
-ID_BATCH = 500
-"""Entries read by id per statement, well under SQLite's limit on bound values."""
 SIZE_COUNT_CAP = 4096
 """Tag lists are counted up to this many entries, to choose which to read next."""
 FULL_COUNT_AFTER = 256
 """Rows a search reads before it counts lists tied at that cap in full: cheap queries stop
 first, and expensive ones learn which long list is the shortest."""
 _TOP = (math.inf, 0)
-_CLAIMS = msgspec.json.Decoder(LegacyClaims)
-
-
-class Readable(Protocol):
-    """Something read-model queries can run against."""
-
-    def execute(self, statement: str, params: Sequence[object] = ()) -> list[Row]: ...
 
 
 class Reader(Protocol):
@@ -56,29 +47,40 @@ def _marks(values: Sequence[object]) -> str:
     return ", ".join("?" * len(values))
 
 
-def entry_from_row(row: Row) -> MemoryEntry:
-    """Build an entry from the columns `sql.ENTRY_COLUMNS` names."""
+def entry_from_row(row: sql_reads.Entry) -> MemoryEntry:
+    """The entry a row of `fl_memory` shows."""
     return MemoryEntry(
-        id=row[0],
-        type=row[1],
-        content=row[2],
-        tags=row[3].split(",") if row[3] else [],
-        importance=row[4],
-        task_id=row[5],
-        created_at=row[6],
-        source_agent=row[7],
-        source_model=row[8],
-        source_adapter=row[9],
-        position=row[0],
-        content_hash=row[10],
-        claims=None if row[11] is None else _CLAIMS.decode(row[11]),
-        unsigned_import=bool(row[12]),
+        id=row.id,
+        type=row.type,
+        content=row.content,
+        tags=row.tags.split(",") if row.tags else [],
+        importance=row.importance,
+        task_id=row.task_id,
+        created_at=row.created_at,
+        source_agent=row.source_agent,
+        source_model=row.source_model,
+        source_adapter=row.source_adapter,
+        position=row.id,
+        content_hash=row.content_hash,
+        claims=row.legacy_claims(),
+        unsigned_import=bool(row.unsigned_import),
     )
 
 
-def fact_from_row(row: Row) -> Fact:
-    """Build a fact from the columns `sql.FACT_COLUMNS` names."""
-    return Fact(*row[:10])
+def fact_from_row(row: sql_reads.FactVersion) -> Fact:
+    """The fact a row of `fl_fact` shows."""
+    return Fact(
+        tag=row.tag,
+        key=row.key,
+        value=row.value,
+        scope=row.scope,
+        producer_task_id=row.producer_task_id,
+        ts_ns=row.ts_ns,
+        content_hash=row.content_hash,
+        position=row.position,
+        run_id=row.run_id,
+        source_adapter=row.source_adapter,
+    )
 
 
 def entries(
@@ -95,19 +97,19 @@ def entries(
     filters = ""
     params: list[object] = []
     if before is not None:
-        filters += sql.FILTER_BEFORE
+        filters += sql_reads.FILTER_BEFORE
         params.append(before)
     if type is not None:
-        filters += sql.FILTER_TYPE
+        filters += sql_reads.FILTER_TYPE
         params.append(type)
     if tags:
-        filters += sql.FILTER_TAGS.format(marks=_marks(tags))
+        filters += sql_reads.FILTER_TAGS.format(marks=_marks(tags))
         params.extend(tags)
     if adapters is not None:
-        filters += sql.FILTER_ADAPTERS.format(marks=_marks(adapters))
+        filters += sql_reads.FILTER_ADAPTERS.format(marks=_marks(adapters))
         params.extend(adapters)
-    statement = sql.ENTRIES.format(filters=filters)
-    return [entry_from_row(row) for row in db.execute(statement, [*params, limit])]
+    found = sql_reads.ENTRIES.format(filters=filters).rows(db, [*params, limit])
+    return [entry_from_row(row) for row in found]
 
 
 def relevant(
@@ -118,14 +120,14 @@ def relevant(
     limit: int,
 ) -> list[MemoryEntry]:
     """Visible entries ranked by shared tags, importance, then recency (newest with no tags)."""
-    filters = sql.FILTER_VISIBLE
+    filters = sql_reads.FILTER_VISIBLE
     params: list[object] = []
     if adapters is not None:
-        filters += sql.FILTER_ADAPTERS.format(marks=_marks(adapters))
+        filters += sql_reads.FILTER_ADAPTERS.format(marks=_marks(adapters))
         params.extend(adapters)
     ranked = _ranked(db, tags, filters, params, limit, _everything)[:limit]
-    found = _entries_by_id(db, [row[0] for _, row in ranked])
-    return [found[row[0]] for _, row in ranked]
+    found = _entries_by_id(db, [row.id for _, row in ranked])
+    return [found[row.id] for _, row in ranked]
 
 
 def prompt_candidates(
@@ -146,45 +148,35 @@ def prompt_candidates(
     """
     verdicts: dict[tuple[str | None, bool], bool] = {}
 
-    def admitted(row: Row) -> bool:
-        if row[3]:
+    def admitted(row: sql_reads.Ranked) -> bool:
+        if row.hidden:
             return False
-        writer = (row[4], bool(row[5]))
+        writer = (row.source_adapter, bool(row.unsigned_import))
         found = verdicts.get(writer)
         if found is None:
             found = verdicts[writer] = trusts(*writer)
         return found
 
-    trusted: list[tuple[Rank, Row]] = []
-    refused: list[tuple[Rank, Row]] = []
-    for item in _ranked(db, tags, sql.FILTER_NOT_SUPERSEDED, [], limit, admitted):
-        (trusted if admitted(item[1]) else refused).append(item)
+    trusted: list[RankedRow] = []
+    refused: list[RankedRow] = []
+    for rank, row in _ranked(db, tags, sql_reads.FILTER_NOT_SUPERSEDED, [], limit, admitted):
+        (trusted if admitted(row) else refused).append((rank, row))
     refused = refused[:refused_limit]
-    found = _entries_by_id(db, [row[0] for _, row in trusted + refused])
+    found = _entries_by_id(db, [row.id for _, row in trusted + refused])
     return (
-        [Candidate(found[row[0]], False, rank) for rank, row in trusted],
+        [Candidate(found[row.id], False, rank) for rank, row in trusted],
         [
-            Candidate(found[row[0]], bool(row[3] & sql.HIDDEN_QUARANTINED), rank)
+            Candidate(found[row.id], bool(row.hidden & sql_knowledge.HIDDEN_QUARANTINED), rank)
             for rank, row in refused
         ],
     )
 
 
-def over_positions(db: Readable, statement: str, positions: Sequence[int]) -> list[Row]:
-    """Rows of `statement` (with an `IN ({marks})` list) over `positions`, `ID_BATCH` bound
-    values per execution, in execution order."""
-    rows: list[Row] = []
-    for start in range(0, len(positions), ID_BATCH):
-        batch = positions[start : start + ID_BATCH]
-        rows += db.execute(statement.format(marks=_marks(batch)), batch)
-    return rows
-
-
 def _entries_by_id(db: Readable, ids: Sequence[int]) -> dict[int, MemoryEntry]:
-    return {row[0]: entry_from_row(row) for row in over_positions(db, sql.ENTRIES_BY_ID, ids)}
+    return {row.id: entry_from_row(row) for row in sql_reads.ENTRIES_BY_ID.among(db, ids)}
 
 
-def _everything(row: Row) -> bool:
+def _everything(row: sql_reads.Ranked) -> bool:
     return True
 
 
@@ -194,34 +186,45 @@ def _ranked(
     filters: str,
     params: list[object],
     limit: int,
-    admitted: Callable[[Row], bool],
-) -> list[tuple[Rank, Row]]:
-    """Ranked rows (`sql.RANK_COLUMNS`) the filters pass, best first: the `limit` best admitted
-    ones and every row ranked above the last of them (all, when fewer are admitted)."""
+    admitted: Callable[[sql_reads.Ranked], bool],
+) -> list[RankedRow]:
+    """Ranked rows the filters pass, best first: the `limit` best admitted ones and every row
+    ranked above the last of them (all, when fewer are admitted)."""
     if tags:
         return _search(db, tags, filters, params, limit, admitted)
     return _newest(db, filters, params, limit, admitted)
 
 
 def _newest(
-    db: Readable, filters: str, params: list[object], limit: int, admitted: Callable[[Row], bool]
-) -> list[tuple[Rank, Row]]:
+    db: Readable,
+    filters: str,
+    params: list[object],
+    limit: int,
+    admitted: Callable[[sql_reads.Ranked], bool],
+) -> list[RankedRow]:
     """With no tags, recency alone ranks: read newest first until `limit` rows are admitted."""
-    ranked: list[tuple[Rank, Row]] = []
+    ranked: list[RankedRow] = []
     found = 0
     chunk = limit
-    rows = db.execute(sql.NEWEST_FIRST.format(filters=filters), [*params, chunk])
+    after = sql_reads.NEWEST_AFTER.format(filters=filters)
+    rows = sql_reads.NEWEST_FIRST.format(filters=filters).rows(db, [*params, chunk])
     while True:
         for row in rows:
-            ranked.append(((0, 0.0, row[0]), row))
+            ranked.append(((0, 0.0, row.id), row))
             found += admitted(row)
             if found == limit:
                 return ranked
         if len(rows) < chunk:
             return ranked
         chunk = min(2 * chunk, MAX_POSITION)
-        statement = sql.NEWEST_AFTER.format(filters=filters)
-        rows = db.execute(statement, [rows[-1][0], *params, chunk])
+        rows = after.rows(db, [rows[-1].id, *params, chunk])
+
+
+class _Walk(NamedTuple):
+    """The statements a ranked read walks a tag's list with, its filters filled in."""
+
+    first: sql.Query[sql_reads.TagRanked]
+    after: sql.Query[sql_reads.TagRanked]
 
 
 class _TagList:
@@ -242,22 +245,20 @@ class _TagList:
     def count(self, db: Readable, cap: int) -> int:
         """How long the list is, counted up to `cap` entries."""
         if self.size is None or (self.size == self.cap and cap > self.cap):
-            self.size = db.execute(sql.TAG_COUNT_UPTO, (self.tag, cap))[0][0]
+            self.size = sql_reads.TAG_COUNT_UPTO.one(db, (self.tag, cap)).count
             self.cap = cap
         return self.size
 
-    def read(self, db: Readable, filters: str, params: list[object]) -> list[Row]:
-        """The next chunk of entries the filters pass; chunks double as the read goes on."""
+    def read(self, db: Readable, walk: _Walk, params: list[object]) -> list[sql_reads.TagRanked]:
+        """The next chunk of entries the walk's filters pass; chunks double as it goes on."""
         if self.reached is _TOP:
-            statement = sql.RANKED_FIRST.format(filters=filters)
-            rows = db.execute(statement, [self.tag, *params, self.chunk])
+            rows = walk.first.rows(db, [self.tag, *params, self.chunk])
         else:
-            statement = sql.RANKED_AFTER.format(filters=filters)
-            rows = db.execute(statement, [self.tag, *self.reached, *params, self.chunk])
+            rows = walk.after.rows(db, [self.tag, *self.reached, *params, self.chunk])
         if len(rows) < self.chunk:
             self.exhausted = True
         else:
-            self.reached = (rows[-1][6], rows[-1][0])
+            self.reached = (rows[-1].listed_importance, rows[-1].id)
         self.taken += len(rows)
         self.chunk = min(2 * self.chunk, MAX_POSITION)
         return rows
@@ -269,8 +270,8 @@ def _search(
     filters: str,
     params: list[object],
     limit: int,
-    admitted: Callable[[Row], bool],
-) -> list[tuple[Rank, Row]]:
+    admitted: Callable[[sql_reads.Ranked], bool],
+) -> list[RankedRow]:
     """A threshold search over the query tags' lists, each read in rank order.
 
     A row not read yet is in none of the exhausted lists, so it shares at most j tags, j the
@@ -281,8 +282,12 @@ def _search(
     entries sharing several tags. The cost is the rows read, not the rows the tags cover.
     """
     wanted = frozenset(tags)
+    walk = _Walk(
+        sql_reads.RANKED_FIRST.format(filters=filters),
+        sql_reads.RANKED_AFTER.format(filters=filters),
+    )
     lists = [_TagList(tag, max(FIRST_CHUNK, limit)) for tag in tags]
-    seen: dict[int, tuple[Rank, Row]] = {}
+    seen: dict[int, RankedRow] = {}
     best: list[Rank] = []
     """The `limit` best admitted ranks, as a heap: best[0] is the worst of them."""
     while lists:
@@ -293,11 +298,11 @@ def _search(
             if len(lists) == shared and (importance, entry_id) >= min(t.reached for t in lists):
                 break
         source = lists[0] if len(lists) == 1 else _shortest(db, lists)
-        for row in source.read(db, filters, params):
-            if row[0] in seen:
+        for row in source.read(db, walk, params):
+            if row.id in seen:
                 continue
-            rank = (len(wanted.intersection(row[1].split(","))), row[2], row[0])
-            seen[row[0]] = (rank, row)
+            rank = (len(wanted.intersection(row.tags.split(","))), row.importance, row.id)
+            seen[row.id] = (rank, row)
             if not admitted(row):
                 continue
             if len(best) < limit:
@@ -326,7 +331,7 @@ def _shortest(db: Readable, lists: list[_TagList]) -> _TagList:
     return shortest
 
 
-def _rank_of(item: tuple[Rank, Row]) -> Rank:
+def _rank_of(item: RankedRow) -> Rank:
     return item[0]
 
 
@@ -338,11 +343,11 @@ def current_facts(
     With an allow-list, the newest version written by an allowed adapter.
     """
     if adapters is None:
-        return [fact_from_row(row) for row in db.execute(sql.FACTS_CURRENT, identity)]
-    statement = sql.FACTS_CURRENT_ALLOWED.format(marks=_marks(adapters))
-    return [fact_from_row(row) for row in db.execute(statement, [*identity, *adapters])]
+        return [fact_from_row(row) for row in sql_reads.FACTS_CURRENT.rows(db, identity)]
+    query = sql_reads.FACTS_CURRENT_ALLOWED.format(marks=_marks(adapters))
+    return [fact_from_row(row) for row in query.rows(db, [*identity, *adapters])]
 
 
 def fact_history(db: Readable, identity: tuple[str, str, str, str]) -> list[Fact]:
     """Every version published under one identity, oldest first."""
-    return [fact_from_row(row) for row in db.execute(sql.FACT_HISTORY, identity)]
+    return [fact_from_row(row) for row in sql_reads.FACT_HISTORY.rows(db, identity)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from eventlog import RecallRecorded, RecordedEvent
-from projections import sql
+from projections import sql_reads
 from projections.projector import TableWriter
 
 
@@ -14,10 +14,10 @@ class ReceiptProjector:
 
     name = "receipts"
     version = 1
-    tables = sql.RECEIPT_TABLES
+    tables = sql_reads.RECEIPT_TABLES
 
     def create(self, writer: TableWriter) -> None:
-        for statement in sql.RECEIPT_DDL:
+        for statement in sql_reads.RECEIPT_DDL:
             writer.execute(statement)
 
     def apply(self, writer: TableWriter, records: Sequence[RecordedEvent]) -> None:
@@ -26,7 +26,7 @@ class ReceiptProjector:
             if not isinstance(receipt, RecallRecorded):
                 continue
             writer.execute(
-                sql.RECEIPT_INSERT,
+                sql_reads.RECEIPT_INSERT,
                 (
                     record.position,
                     receipt.task_id,
@@ -41,4 +41,4 @@ class ReceiptProjector:
                 (p, record.position, 1, None) for p in receipt.included
             ]
             items += [(e.position, record.position, 0, e.reason) for e in receipt.excluded]
-            writer.executemany(sql.RECEIPT_ITEM_INSERT, items)
+            writer.executemany(sql_reads.RECEIPT_ITEM_INSERT, items)

@@ -35,8 +35,9 @@ from eventlog.checks import (
     check_position,
     check_positions,
 )
-from projections import sql
+from projections import sql, sql_knowledge
 from projections.cache import open_read_model
+from projections.database import Database
 from projections.legacy import legacy_events
 from projections.lineage import check_sources
 from projections.projector import ModelSnapshot, ProjectedTransaction, Projection
@@ -135,7 +136,7 @@ class SQLiteMemoryStore(MemoryView):
         return self._log
 
     @property
-    def read_model(self) -> sql.Database:
+    def read_model(self) -> Database:
         """The read model's tables, to query inside `snapshot()` (or a write)."""
         return self._projection.database
 
@@ -170,8 +171,8 @@ class SQLiteMemoryStore(MemoryView):
         if not isinstance(self._projection, Projection):
             return
         with self._log.snapshot() as snap:
-            if snap.head().position or not self._projection.database.execute(
-                sql.LEGACY_TABLE_EXISTS
+            if snap.head().position or not sql.LEGACY_TABLE_EXISTS.exists(
+                self._projection.database
             ):
                 return
         with self.write_transaction() as tx:
@@ -280,7 +281,7 @@ class SQLiteMemoryStore(MemoryView):
         """Stop showing an entry; True if it was there. The log keeps every version."""
         check_position("entry_id", entry_id, minimum=1)
         with self.write_transaction() as tx:
-            if not tx.execute(sql.MEMORY_EXISTS, (entry_id,)):
+            if not sql_knowledge.MEMORY_EXISTS.exists(tx, (entry_id,)):
                 return False
             tx.append([self._removal((entry_id,), "removed")])
         return True
@@ -295,8 +296,9 @@ class SQLiteMemoryStore(MemoryView):
             raise InvalidInputError(f"max_age_days must not be negative, got {max_age_days!r}")
         cutoff = self._clock_ns() / 1e9 - age * SECONDS_PER_DAY
         with self.write_transaction() as tx:
-            doomed = {row[0] for row in tx.execute(sql.MEMORY_PRUNE_OLD, (cutoff,))}
-            ranked = [row[0] for row in tx.execute(sql.MEMORY_PRUNE_KEEP) if row[0] not in doomed]
+            doomed = {row.position for row in sql_knowledge.MEMORY_PRUNE_OLD.rows(tx, (cutoff,))}
+            kept = sql_knowledge.MEMORY_PRUNE_KEEP.rows(tx)
+            ranked = [row.position for row in kept if row.position not in doomed]
             doomed.update(ranked[max_entries:])
             if doomed:
                 tx.append([self._removal(tuple(sorted(doomed)), "pruned")])

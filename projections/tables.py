@@ -14,21 +14,22 @@ import msgspec
 
 from eventlog import InvalidInputError
 from projections import sql
-from projections.reads import Readable, Row
+from projections.sql import Readable, Row
 
-CHUNK_ROWS = 4096
 _ENCODER = msgspec.msgpack.Encoder()
 
 
 def table_exists(db: Readable, table: str, *, schema: str = "main") -> bool:
     """Whether `schema` holds a table (or view) named `table`."""
-    return bool(db.execute(sql.TABLE_INFO, (table, schema)))
+    return sql.TABLE_INFO.exists(db, (table, schema))
 
 
 def table_chunks(db: Readable, table: str, *, schema: str = "main") -> Iterator[list[Row]]:
     """Every row of `table` (a projector's own table name) in primary-key order, in chunks."""
-    info = db.execute(sql.TABLE_INFO, (table, schema))
-    ranked = sorted((pk, index, name) for index, (name, pk) in enumerate(info) if pk)
+    info = sql.TABLE_INFO.rows(db, (table, schema))
+    ranked = sorted(
+        (column.pk, index, column.name) for index, column in enumerate(info) if column.pk
+    )
     if not ranked:
         raise InvalidInputError(f"table {schema}.{table} is missing or has no primary key")
     key = ", ".join(f'"{name}"' for _, _, name in ranked)
@@ -37,13 +38,14 @@ def table_chunks(db: Readable, table: str, *, schema: str = "main") -> Iterator[
     after = sql.TABLE_CHUNK_AFTER.format(
         schema=schema, table=table, key=key, marks=", ".join("?" * len(positions))
     )
-    rows = db.execute(first, (CHUNK_ROWS,))
+    size = sql.BATCH
+    rows = db.execute(first, (size,))
     while rows:
         yield rows
-        if len(rows) < CHUNK_ROWS:
+        if len(rows) < size:
             return
         last = rows[-1]
-        rows = db.execute(after, (*(last[i] for i in positions), CHUNK_ROWS))
+        rows = db.execute(after, (*(last[i] for i in positions), size))
 
 
 def table_rows(db: Readable, table: str, *, schema: str = "main") -> Iterator[Row]:

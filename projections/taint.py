@@ -13,11 +13,11 @@ from collections.abc import Iterable, Sequence
 from eventlog import EventNotFoundError, RecordedEvent
 from eventlog.logs import get_logger
 from eventlog.signing import is_unsigned_import
-from projections import sql
+from projections import sql_reads
 from projections.drift import READ_MODEL_MISMATCH, entry_problems
 from projections.lineage import ancestors
 from projections.projector import ModelSnapshot
-from projections.reads import entry_from_row, over_positions
+from projections.reads import entry_from_row
 from projections.trust import MemoryTrustPolicy
 
 log = get_logger("factledger.projections")
@@ -51,8 +51,8 @@ def _bad_sources(
 ) -> set[int]:
     """The sources among `sources` that taint: quarantined, untrusted by their event, or
     (an entry still shown) with a row its event does not bear out. Each event is read once."""
-    bad = {row[0] for row in over_positions(snap, sql.LINEAGE_QUARANTINED_AMONG, sources)}
-    rows = {row[0]: row for row in over_positions(snap, sql.LINEAGE_ENTRIES_AMONG, sources)}
+    bad = {row.position for row in sql_reads.LINEAGE_QUARANTINED_AMONG.among(snap, sources)}
+    rows = {row.id: row for row in sql_reads.LINEAGE_ENTRIES_AMONG.among(snap, sources)}
     for position in sources:
         if position in bad:
             continue

@@ -23,11 +23,10 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from eventlog import Exclusion
-from projections import sql
+from projections import sql_reads
 from projections.drift import READ_MODEL_MISMATCH, unconfirmed_entries
 from projections.entries import MemoryEntry
 from projections.projector import ModelSnapshot
-from projections.reads import over_positions
 from projections.taint import TAINTED, taint
 from projections.trust import QUARANTINED, TRUSTED, MemoryTrustPolicy
 
@@ -50,7 +49,7 @@ def verdicts(
     exclusion saying why not (the module's docstring lists the reasons, in the order they
     are tried)."""
     positions = sorted({row.position for row in rows})
-    quarantined = {r[0] for r in over_positions(snap, sql.LINEAGE_QUARANTINED_AMONG, positions)}
+    quarantined = {r.position for r in sql_reads.LINEAGE_QUARANTINED_AMONG.among(snap, positions)}
     reasons = [
         QUARANTINED
         if row.quarantined or row.position in quarantined

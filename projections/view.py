@@ -26,8 +26,9 @@ from eventlog import (
 )
 from eventlog.checks import check_position
 from eventlog.stored import LogUpTo
-from projections import reads, sql
+from projections import reads
 from projections.cache import open_read_model
+from projections.database import ScratchDatabase
 from projections.entries import MemoryEntry
 from projections.knowledge import KnowledgeProjector
 from projections.lineage import LineageProjector
@@ -227,9 +228,9 @@ def view_at(event_log: EventLog, position: int, *, db_path: str | os.PathLike[st
     return MemoryView(scratch, db_path=db_path, resources=[scratch])
 
 
-def _folded(event_log: EventLog, position: int) -> sql.ScratchDatabase:
+def _folded(event_log: EventLog, position: int) -> ScratchDatabase:
     """Every projection folded in memory up to `position`, sealed."""
-    scratch = sql.ScratchDatabase()
+    scratch = ScratchDatabase()
     try:
         with scratch.bulk():
             fold(scratch, default_projectors(event_log.log_id), event_log.read(until=position))
@@ -295,7 +296,7 @@ def read_model_at_head(
             if projection.current_at(snap.head()):
                 yield snap, projection.database
                 return
-        with sql.ScratchDatabase() as scratch:
+        with ScratchDatabase() as scratch:
             with scratch.bulk():
                 fold(scratch, projectors, snap.read())
             yield snap, scratch
@@ -305,7 +306,7 @@ class _FoldedAt:
     """A read model folded in memory up to the head of a log the view holds open: its
     snapshots can hold a row to the event that wrote it."""
 
-    def __init__(self, scratch: sql.ScratchDatabase, log_at: LogUpTo) -> None:
+    def __init__(self, scratch: ScratchDatabase, log_at: LogUpTo) -> None:
         self._scratch = scratch
         self._log_at = log_at
 
@@ -318,7 +319,7 @@ class _FoldedAt:
 class _FoldedSnapshot:
     """One read of a `_FoldedAt`."""
 
-    def __init__(self, scratch: sql.ScratchDatabase, log_at: LogUpTo) -> None:
+    def __init__(self, scratch: ScratchDatabase, log_at: LogUpTo) -> None:
         self._scratch = scratch
         self._log_at = log_at
 

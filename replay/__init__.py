@@ -5,7 +5,7 @@ function of the log's path, for one call); and the `factledger` command line."""
 from __future__ import annotations
 
 from eventlog import __version__
-from projections import CacheChoiceError
+from projections import CacheChoiceError, TableComparison
 from replay.audit import AuditProblem, AuditReport, CheckpointSummary
 from replay.bootstrap import LogMade, init_log, init_postgres
 from replay.checkpoints import Checkpoint, NoteSignature
@@ -52,7 +52,7 @@ from replay.proofs import (
     verify_consistency,
     verify_inclusion,
 )
-from replay.rebuild import RebuildReport, TableComparison
+from replay.rebuild import RebuildReport
 from replay.shortcuts import (
     add_operator,
     approve,

@@ -38,23 +38,6 @@ log = get_logger("factledger.replay")
 MAX_OWNERS = 64
 """Adapters one policy may name as owners."""
 
-HELD_COLUMNS = (
-    "position",
-    "scope",
-    "run_key",
-    "tag",
-    "key",
-    "value",
-    "producer_task_id",
-    "ts_ns",
-    "content_hash",
-    "run_id",
-    "source_adapter",
-    "status",
-    "contested",
-    "decided_by",
-)
-
 
 class HeldVersion(msgspec.Struct, frozen=True, kw_only=True):
     """A fact version a conflict policy kept from becoming current."""
@@ -74,9 +57,21 @@ class HeldVersion(msgspec.Struct, frozen=True, kw_only=True):
     decided_by: int | None
 
 
-def held_version(row: tuple[object, ...]) -> HeldVersion:
-    """A `HeldVersion` from a row of `projections.conflicts` (columns `HELD_COLUMNS`)."""
-    return msgspec.convert(dict(zip(HELD_COLUMNS, row, strict=True)), HeldVersion)
+def held_version(row: conflicts.Held) -> HeldVersion:
+    """A `HeldVersion` from a row of `projections.conflicts`."""
+    return HeldVersion(
+        position=row.position,
+        scope=row.scope,
+        run_id=row.run_id,
+        tag=row.tag,
+        key=row.key,
+        producer_task_id=row.producer_task_id,
+        source_adapter=row.source_adapter,
+        content_hash=row.content_hash,
+        status=row.status,
+        contested=row.contested,
+        decided_by=row.decided_by,
+    )
 
 
 def set_conflict_policy(
@@ -188,9 +183,9 @@ def _decide(
     action = "approve" if reason is None else "reject"
     signer = None if key is None else operator_key(key)
     with ledger.write_transaction(action) as tx:
-        found = conflicts.held_versions(tx, [target])
-        if not found or found[0][11] != conflicts.PENDING:
-            state = f"is {found[0][11]}" if found else "is not a held fact version"
+        held = next(iter(conflicts.held_versions(tx, [target])), None)
+        if held is None or held.status != conflicts.PENDING:
+            state = "is not a held fact version" if held is None else f"is {held.status}"
             raise InvalidInputError(f"{action}: position {target} {state}, not pending")
         event = signed_event(tx, ledger.log_id, payload, actor=actor, key=signer, action=action)
         [record] = append_with_effect(tx, [event])

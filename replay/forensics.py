@@ -27,15 +27,13 @@ from eventlog import (
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
 from eventlog.signing import authorization_of, claims_of
-from projections import Row, conflicts, inquiries
+from projections import conflicts, inquiries
 from projections import lineage as graph
 from replay.conflicts import HeldVersion, held_version
 from replay.lineage import Descendant, descendant_levels
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
-
-_CLAIMS = msgspec.json.Decoder(LegacyClaims)
 
 
 class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -197,7 +195,8 @@ def blast_radius(
             else:
                 found.append((record, subject))
         refused = {
-            row[0]: row[3] for row in inquiries.unauthorized(model, [r.position for r, _ in found])
+            row.position: row.reason
+            for row in inquiries.unauthorized(model, [r.position for r, _ in found])
         }
         events = [_suspect(r, subject, refused.get(r.position)) for r, subject in found]
         suspects = [e.position for e in events]
@@ -210,44 +209,20 @@ def blast_radius(
             since_position=since,
             head_position=head,
             events=events,
-            live_facts=[
-                LiveFact(
-                    position=r[0],
-                    scope=r[1],
-                    run_id=r[2],
-                    tag=r[3],
-                    key=r[4],
-                    producer_task_id=r[5],
-                    source_adapter=r[6],
-                    content_hash=r[7],
-                )
-                for r in inquiries.live_facts(model, suspects)
-            ],
-            live_entries=[
-                LiveEntry(
-                    id=r[0],
-                    type=r[1],
-                    tags=r[2],
-                    producer_task_id=r[3],
-                    source_adapter=r[4],
-                    content_hash=r[5],
-                    claims=None if r[6] is None else _CLAIMS.decode(r[6]),
-                    unsigned_import=bool(r[7]),
-                )
-                for r in inquiries.live_entries(model, suspects)
-            ],
+            live_facts=[_live_fact(r) for r in inquiries.live_facts(model, suspects)],
+            live_entries=[_live_entry(r) for r in inquiries.live_entries(model, suspects)],
             overwritten=[
                 _replacement(r)
                 for r in inquiries.replaced_by(model, suspects)
-                if r[5] not in suspect_set
+                if r.other_position not in suspect_set
             ],
             superseded=[
                 _replacement(r)
                 for r in inquiries.replaced_later(model, suspects)
-                if r[5] not in suspect_set
+                if r.other_position not in suspect_set
             ],
-            exposed=[_exposure(r) for r in touching if r[5]],
-            shielded=[_exposure(r) for r in touching if not r[5]],
+            exposed=[_exposure(r) for r in touching if r.included],
+            shielded=[_exposure(r) for r in touching if not r.included],
             held=[held_version(r) for r in conflicts.held_versions(model, suspects)],
             descendants=descendant_levels(snap, model, suspects, bound),
             receipts=receipts,
@@ -336,25 +311,51 @@ def _selectors(payload: QuarantineApplied) -> str:
     return " and ".join(chosen) or "nothing"
 
 
-def _replacement(row: Row) -> Replacement:
-    return Replacement(
-        position=row[0],
-        scope=row[1],
-        run_id=row[2],
-        tag=row[3],
-        key=row[4],
-        other_position=row[5],
-        other_producer=row[6],
-        other_adapter=row[7],
+def _live_fact(row: inquiries.LiveFact) -> LiveFact:
+    return LiveFact(
+        position=row.position,
+        scope=row.scope,
+        run_id=row.run_id,
+        tag=row.tag,
+        key=row.key,
+        producer_task_id=row.producer_task_id,
+        source_adapter=row.source_adapter,
+        content_hash=row.content_hash,
     )
 
 
-def _exposure(row: Row) -> Exposure:
+def _live_entry(row: inquiries.LiveEntry) -> LiveEntry:
+    return LiveEntry(
+        id=row.id,
+        type=row.type,
+        tags=row.tags,
+        producer_task_id=row.producer_task_id,
+        source_adapter=row.source_adapter,
+        content_hash=row.content_hash,
+        claims=row.legacy_claims(),
+        unsigned_import=bool(row.unsigned_import),
+    )
+
+
+def _replacement(row: inquiries.Succession) -> Replacement:
+    return Replacement(
+        position=row.position,
+        scope=row.scope,
+        run_id=row.run_id,
+        tag=row.tag,
+        key=row.key,
+        other_position=row.other_position,
+        other_producer=row.other_producer,
+        other_adapter=row.other_adapter,
+    )
+
+
+def _exposure(row: inquiries.ReceiptItem) -> Exposure:
     return Exposure(
-        receipt_position=row[0],
-        task_id=row[1],
-        run_id=row[2],
-        adapter=row[3],
-        event_position=row[4],
-        reason=row[6],
+        receipt_position=row.receipt_position,
+        task_id=row.task_id,
+        run_id=row.run_id,
+        adapter=row.adapter,
+        event_position=row.event_position,
+        reason=row.reason,
     )

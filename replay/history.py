@@ -39,8 +39,8 @@ from projections import (
     Identity,
     KnowledgeProjector,
     Readable,
-    Row,
     ScratchDatabase,
+    batches,
     check_key,
     check_scope,
     check_tag,
@@ -57,8 +57,6 @@ if TYPE_CHECKING:
 
 Status = Literal["current", "superseded", "quarantined"]
 Change = Literal["added", "changed", "removed"]
-
-FOLD_BATCH = 4096
 
 
 class FactVersion(msgspec.Struct, frozen=True, kw_only=True):
@@ -191,9 +189,9 @@ def history(
     filters = _filters(scope, tag, key, run_id)
     with ledger.at_head([KnowledgeProjector(ledger.log_id)]) as (snap, model):
         rows = inquiries.fact_versions(model, **filters)
-        event_ids = _event_ids(snap, [row[0] for row in rows])
-        versions = [_version(row, event_ids[row[0]]) for row in rows]
-        actions = _actions(snap, model, {row[0] for row in rows})
+        event_ids = _event_ids(snap, [row.position for row in rows])
+        versions = [_version(row, event_ids[row.position]) for row in rows]
+        actions = _actions(snap, model, {row.position for row in rows})
         held = [held_version(row) for row in conflicts.held_matching(model, **filters)]
         return FactHistory(
             at_position=snap.head().position, versions=versions, actions=actions, held=held
@@ -213,20 +211,20 @@ def blame(
     del filters["key"]
     with ledger.at_head([KnowledgeProjector(ledger.log_id)]) as (snap, model):
         rows = inquiries.fact_blame(model, **filters)
-        event_ids = _event_ids(snap, [row[5] for row in rows])
+        event_ids = _event_ids(snap, [row.position for row in rows])
         lines = [
             BlameLine(
-                scope=row[0],
-                run_id=row[1] or None,
-                tag=row[2],
-                key=row[3],
-                value=row[4],
-                position=row[5],
-                event_id=event_ids[row[5]],
-                ts_ns=row[6],
-                producer_task_id=row[7],
-                source_adapter=row[8],
-                versions_before=row[9],
+                scope=row.scope,
+                run_id=row.run_key or None,
+                tag=row.tag,
+                key=row.key,
+                value=row.value,
+                position=row.position,
+                event_id=event_ids[row.position],
+                ts_ns=row.ts_ns,
+                producer_task_id=row.producer_task_id,
+                source_adapter=row.source_adapter,
+                versions_before=row.versions_before,
             )
             for row in rows
         ]
@@ -294,9 +292,14 @@ def _actions(snap: ReadSnapshot, model: Readable, shown: set[int]) -> list[Opera
     """Quarantines and releases whose quarantine covers any of the `shown` versions."""
     if not shown:
         return []
-    refused = {r[0]: r[3] for r in inquiries.unauthorized(model)}
+    refused = {row.position: row.reason for row in inquiries.unauthorized(model)}
     candidates = sorted(
-        {p for q, _, released in inquiries.quarantines(model) for p in (q, released) if p}
+        {
+            p
+            for row in inquiries.quarantines(model)
+            for p in (row.position, row.released_by)
+            if p is not None
+        }
         | set(refused)
     )
     covered: dict[int, tuple[int, ...]] = {}
@@ -357,21 +360,23 @@ def _action(
     )
 
 
-def _version(row: Row, event_id: str) -> FactVersion:
-    status: Status = "current" if row[12] else "quarantined" if row[11] else "superseded"
+def _version(row: inquiries.Version, event_id: str) -> FactVersion:
+    status: Status = (
+        "current" if row.is_current else "quarantined" if row.quarantined else "superseded"
+    )
     return FactVersion(
-        position=row[0],
+        position=row.position,
         event_id=event_id,
-        ts_ns=row[1],
-        scope=row[2],
-        run_id=row[3],
-        tag=row[4],
-        key=row[5],
-        value=row[6],
-        content_hash=row[7],
-        producer_task_id=row[8],
-        source_adapter=row[9],
-        replaced_position=row[10],
+        ts_ns=row.ts_ns,
+        scope=row.scope,
+        run_id=row.run_id,
+        tag=row.tag,
+        key=row.key,
+        value=row.value,
+        content_hash=row.content_hash,
+        producer_task_id=row.producer_task_id,
+        source_adapter=row.source_adapter,
+        replaced_position=row.replaced_position,
         status=status,
     )
 
@@ -396,44 +401,43 @@ def _fold_noting_causes(
                 causes[identity] = record
         batch.clear()
 
-    for record in events:
-        payload = record.payload
-        match payload:
-            case (
-                FactPublished()
-                | MemoryAdded()
-                | MemoryRemoved()
-                | MemoryReweighted()
-                | RecallRecorded()
-                | OperatorAdded()
-                | OperatorRemoved()
-                | ConflictPolicySet()
-            ):
-                batch.append(record)
-                if len(batch) >= FOLD_BATCH:
+    for chunk in batches(events):
+        for record in chunk:
+            payload = record.payload
+            match payload:
+                case (
+                    FactPublished()
+                    | MemoryAdded()
+                    | MemoryRemoved()
+                    | MemoryReweighted()
+                    | RecallRecorded()
+                    | OperatorAdded()
+                    | OperatorRemoved()
+                    | ConflictPolicySet()
+                ):
+                    batch.append(record)
+                case QuarantineApplied() | QuarantineReleased() | FactApproved() | FactRejected():
                     fold_batch()
-            case QuarantineApplied() | QuarantineReleased() | FactApproved() | FactRejected():
-                fold_batch()
-                before = _current(scratch)
-                projector.apply(scratch, [record])
-                after = _current(scratch)
-                for identity in before.keys() | after.keys():
-                    if before.get(identity) != after.get(identity):
-                        causes[identity] = record
-            case _:
-                assert_never(payload)
-    fold_batch()
+                    before = _current(scratch)
+                    projector.apply(scratch, [record])
+                    after = _current(scratch)
+                    for identity in before.keys() | after.keys():
+                        if before.get(identity) != after.get(identity):
+                            causes[identity] = record
+                case _:
+                    assert_never(payload)
+        fold_batch()
     return causes
 
 
-def _current(db: Readable) -> dict[Identity, tuple[int, str, str | None]]:
+def _current(db: Readable) -> dict[Identity, inquiries.CurrentValue]:
     return inquiries.current_fact_values(db)
 
 
 def _change(
     identity: Identity,
-    old: tuple[int, str, str | None] | None,
-    new: tuple[int, str, str | None] | None,
+    old: inquiries.CurrentValue | None,
+    new: inquiries.CurrentValue | None,
     cause: RecordedEvent,
 ) -> FactChange:
     change: Change = "added" if old is None else "removed" if new is None else "changed"
@@ -444,12 +448,12 @@ def _change(
         run_id=run or None,
         tag=tag,
         key=key,
-        old_value=None if old is None else old[1],
-        new_value=None if new is None else new[1],
-        old_position=None if old is None else old[0],
-        new_position=None if new is None else new[0],
-        old_source_adapter=None if old is None else old[2],
-        new_source_adapter=None if new is None else new[2],
+        old_value=None if old is None else old.value,
+        new_value=None if new is None else new.value,
+        old_position=None if old is None else old.position,
+        new_position=None if new is None else new.position,
+        old_source_adapter=None if old is None else old.source_adapter,
+        new_source_adapter=None if new is None else new.source_adapter,
         by_position=cause.position,
         by_event_id=cause.event_id,
         by_kind=cause.kind,

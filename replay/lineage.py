@@ -9,7 +9,7 @@ import msgspec
 
 from eventlog import InvalidInputError, ReadSnapshot
 from eventlog.checks import check_position
-from projections import Readable, Row, inquiries
+from projections import Readable, inquiries
 from projections import lineage as graph
 
 if TYPE_CHECKING:
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 Direction = Literal["up", "down", "both"]
 DIRECTIONS: tuple[Direction, ...] = ("up", "down", "both")
 
-Step = Callable[[Readable, Sequence[int]], list[Row]]
-"""`projections.lineage.parents` or `children`: rows of (from, to, via receipt or None)."""
+Step = Callable[[Readable, Sequence[int]], list[graph.Link]]
+"""`projections.lineage.parents` or `children`."""
 
 
 class LineageNode(msgspec.Struct, frozen=True, kw_only=True):
@@ -82,9 +82,9 @@ def levels(
     found: list[list[tuple[int, int, int | None]]] = []
     while frontier and (depth is None or len(found) < depth):
         level: dict[int, tuple[int, int | None]] = {}
-        for origin, reached, via in step(model, frontier):
-            if reached not in seen and reached not in level:
-                level[reached] = (origin, via)
+        for link in step(model, frontier):
+            if link.reached not in seen and link.reached not in level:
+                level[link.reached] = (link.origin, link.via)
         if not level:
             break
         seen.update(level)
@@ -127,8 +127,8 @@ def descendant_levels(
     found = levels(model, roots, graph.children, depth)
     included: dict[int, list[int]] = {}
     for row in inquiries.receipts_touching(model, [p for level in found for p, _, _ in level]):
-        if row[5]:
-            included.setdefault(row[4], []).append(row[0])
+        if row.included:
+            included.setdefault(row.event_position, []).append(row.receipt_position)
     return [
         [
             Descendant(**msgspec.structs.asdict(node), reached=included.get(node.position, []))

@@ -133,8 +133,13 @@ def add_operator(
         found = inquiries.operator(tx, public.key_id)
         if found is not None:
             raise InvalidInputError(
-                f"key {public.key_id} ({public.name}) was registered at position {found[3]}"
-                + ("" if found[5] is None else f" and removed at {found[5]}; make a new key")
+                f"key {public.key_id} ({public.name}) was registered at position "
+                f"{found.added_position}"
+                + (
+                    ""
+                    if found.removed_position is None
+                    else f" and removed at {found.removed_position}; make a new key"
+                )
             )
         event = signed_event(
             tx,
@@ -166,12 +171,12 @@ def remove_operator(
     payload = OperatorRemoved(key_id=target, reason=check_reason(reason))
     with ledger.write_transaction("removing an operator key") as tx:
         found = inquiries.operator(tx, target)
-        if found is None or found[5] is not None:
+        if found is None or found.removed_position is not None:
             raise InvalidInputError(
                 f"{target} is not an operator key of this log"
-                + ("" if found is None else f" (removed at position {found[5]})")
+                + ("" if found is None else f" (removed at position {found.removed_position})")
             )
-        active = [row for row in inquiries.operators(tx) if row[5] is None]
+        active = [row for row in inquiries.operators(tx) if row.removed_position is None]
         if len(active) == 1:
             raise InvalidInputError(
                 f"{target} is the log's last operator key: add another before removing it"
@@ -194,7 +199,9 @@ def list_operators(ledger: Ledger) -> Operators:
     only read)."""
     with ledger.at_head() as (snap, model):
         rows = inquiries.operators(model)
-        positions = {p for row in rows for p in (row[3], row[5]) if p is not None}
+        positions = {row.added_position for row in rows} | {
+            row.removed_position for row in rows if row.removed_position is not None
+        }
         events = {p: snap.event_at(p) for p in positions}
         return Operators(
             at_position=snap.head().position,
@@ -237,14 +244,14 @@ def signed_event(
                 "or set FACTLEDGER_OPERATOR_KEY)"
             )
         found = inquiries.operator(tx, key.key_id)
-        if found is None or found[2] != _b64(key.public.raw):
+        if found is None or found.public_key != _b64(key.public.raw):
             raise NotAuthorizedError(
                 f"{action}: key {key.key_id} ({key.name}) is not an operator key of this log"
             )
-        if found[5] is not None:
+        if found.removed_position is not None:
             raise NotAuthorizedError(
                 f"{action}: key {key.key_id} ({key.name}) stopped being an operator key at "
-                f"position {found[5]}"
+                f"position {found.removed_position}"
             )
     assert key is not None
     return sign(log_id, payload, actor=actor, key=key)
@@ -280,10 +287,11 @@ def append_with_effect(tx: ProjectedTransaction, events: Sequence[NewEvent]) -> 
     """Append operator actions and check the projector gave each its effect; in one file a
     refusal rolls the whole write back."""
     records = tx.append(events)
-    refused = inquiries.unauthorized(tx, [r.position for r in records])
-    if refused:
-        position, kind, _, reason = refused[0]
-        raise NotAuthorizedError(f"the {kind} at position {position} took no effect: {reason}")
+    refused = next(iter(inquiries.unauthorized(tx, [r.position for r in records])), None)
+    if refused is not None:
+        raise NotAuthorizedError(
+            f"the {refused.kind} at position {refused.position} took no effect: {refused.reason}"
+        )
     return records
 
 
@@ -303,25 +311,23 @@ def check_reason(reason: object) -> str:
     return reason
 
 
-def _operator(row: tuple[object, ...], events: dict[int, RecordedEvent]) -> Operator:
-    key, name, public_key, added, added_by, removed, removed_by = row
-    assert isinstance(added, int) and isinstance(public_key, str)
-    raw = base64.b64decode(public_key)
-    verifier = PublicKey(name=str(name), key_id=str(key), raw=raw).verifier_key
-    add_event = events[added]
-    gone = events.get(removed) if isinstance(removed, int) else None
+def _operator(row: inquiries.Operator, events: dict[int, RecordedEvent]) -> Operator:
+    raw = base64.b64decode(row.public_key)
+    verifier = PublicKey(name=row.name, key_id=row.key_id, raw=raw).verifier_key
+    add_event = events[row.added_position]
+    gone = None if row.removed_position is None else events.get(row.removed_position)
     return Operator(
-        key_id=str(key),
-        name=str(name),
+        key_id=row.key_id,
+        name=row.name,
         public_key=verifier,
-        added_position=added,
+        added_position=row.added_position,
         added_ts_ns=add_event.ts_ns,
-        added_by_key=str(added_by),
+        added_by_key=row.added_by,
         added_by_producer=add_event.producer_task_id,
         added_by_adapter=add_event.source_adapter,
         removed_position=None if gone is None else gone.position,
         removed_ts_ns=None if gone is None else gone.ts_ns,
-        removed_by_key=None if gone is None else str(removed_by),
+        removed_by_key=None if gone is None else row.removed_by,
         removed_by_producer=None if gone is None else gone.producer_task_id,
         removed_by_adapter=None if gone is None else gone.source_adapter,
     )

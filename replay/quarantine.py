@@ -102,16 +102,16 @@ def release(
     with ledger.write_transaction("release") as tx:
         found = inquiries.quarantine_state(tx, target)
         if found is None:
-            refused = inquiries.unauthorized(tx, [target])
-            if refused:
+            refused = next(iter(inquiries.unauthorized(tx, [target])), None)
+            if refused is not None:
                 raise InvalidInputError(
-                    f"the {refused[0][1]} at position {target} took no effect "
-                    f"({refused[0][3]}): there is nothing to release"
+                    f"the {refused.kind} at position {target} took no effect "
+                    f"({refused.reason}): there is nothing to release"
                 )
             raise InvalidInputError(f"position {target} is not a quarantine")
-        if found[1] is not None:
+        if found.released_by is not None:
             raise InvalidInputError(
-                f"the quarantine at position {target} was already released at {found[1]}"
+                f"the quarantine at position {target} was already released at {found.released_by}"
             )
         event = signed_event(tx, ledger.log_id, payload, actor=actor, key=signer, action="release")
         [record] = append_with_effect(tx, [event])

@@ -36,13 +36,13 @@ from eventlog.logs import get_logger
 from projections import (
     Projection,
     Projector,
-    Readable,
     ScratchDatabase,
+    TableComparison,
     batches,
+    compare_tables,
     default_projectors,
     linked_events,
-    table_digest,
-    table_exists,
+    table_digests,
 )
 
 if TYPE_CHECKING:
@@ -50,18 +50,7 @@ if TYPE_CHECKING:
 
 log = get_logger("factledger.replay")
 
-BATCH_EVENTS = 8192
-"""Events folded per projector call: large batches let projectors insert rows in bulk."""
 Progress = Callable[[int, int], None]
-
-
-class TableComparison(msgspec.Struct, frozen=True, kw_only=True):
-    """One projector table: the live digest (None when the table is missing) and the rebuilt."""
-
-    table: str
-    live: str | None
-    rebuilt: str
-    matches: bool
 
 
 class RebuildReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -143,7 +132,7 @@ def _rebuild_file(ledger: Ledger, swap: bool, progress: Progress | None) -> _Out
             tail = snap.read(after=folded or 0, until=head.position)
             _fold(shadow, projectors, tail, head.position, progress)
             live = _live_digests(event_log, projectors, head)
-        tables = _compare(live.digests, shadow, projectors)
+        tables = compare_tables(live.digests, shadow, _tables(projectors))
         swapped_at = ledger.read_model.replace(shadow, head) if swap else None
     return head, live, tables, swapped_at
 
@@ -161,8 +150,8 @@ def _rebuild_cache(ledger: Ledger, cache: str, swap: bool, progress: Progress | 
             events = linked_events(event_log, until=head.position)
             _fold(shadow, projectors, events, head.position, progress)
             stale = [] if model.current_at(head) else [p.name for p in projectors]
-            live = _Live(stale=stale, digests=_digests(snap, projectors))
-        tables = _compare(live.digests, shadow, projectors)
+            live = _Live(stale=stale, digests=table_digests(snap, _tables(projectors)))
+        tables = compare_tables(live.digests, shadow, _tables(projectors))
         swapped_at = model.replace(shadow, head) if swap else None
     return head, live, tables, swapped_at
 
@@ -179,31 +168,12 @@ def _live_digests(event_log: EventLog, projectors: Sequence[Projector], head: He
     """Digest the live read model; call inside the log snapshot whose head is `head`."""
     return _Live(
         stale=[p.name for p in projectors if not Projection(event_log, [p]).current_at(head)],
-        digests=_digests(Projection(event_log, projectors).database, projectors),
+        digests=table_digests(Projection(event_log, projectors).database, _tables(projectors)),
     )
 
 
-def _digests(database: Readable, projectors: Sequence[Projector]) -> dict[str, str | None]:
-    """Each projector table's digest in `database`, None for a table that is missing."""
-    return {
-        table: table_digest(database, table) if table_exists(database, table) else None
-        for projector in projectors
-        for table in projector.tables
-    }
-
-
-def _compare(
-    live: dict[str, str | None], shadow: ScratchDatabase, projectors: Sequence[Projector]
-) -> list[TableComparison]:
-    comparisons = []
-    for table in (t for p in projectors for t in p.tables):
-        rebuilt = table_digest(shadow, table)
-        comparisons.append(
-            TableComparison(
-                table=table, live=live[table], rebuilt=rebuilt, matches=live[table] == rebuilt
-            )
-        )
-    return comparisons
+def _tables(projectors: Sequence[Projector]) -> list[str]:
+    return [table for projector in projectors for table in projector.tables]
 
 
 def _fold(
@@ -217,7 +187,7 @@ def _fold(
     Returns the last position folded (None if there were no events)."""
     last = None
     with shadow.bulk():
-        for batch in batches(events, BATCH_EVENTS):
+        for batch in batches(events):
             for projector in projectors:
                 projector.apply(shadow, batch)
             last = batch[-1].position

@@ -1,4 +1,5 @@
-"""The architecture as tests: one-way imports, and SQL in exactly two kinds of place."""
+"""The architecture as tests: one-way imports, and SQL in exactly two kinds of place: the
+log's backends, and the read model's SQL modules."""
 
 from __future__ import annotations
 
@@ -15,8 +16,14 @@ SQL_HOMES = {
     "eventlog/postgres.py",
     "eventlog/postgres_schema.py",
     "projections/sql.py",
+    "projections/sql_knowledge.py",
+    "projections/sql_reads.py",
+    "projections/sql_audit.py",
+    "projections/database.py",
 }
-"""The log's SQL lives in its backends; the read model's in one projections module."""
+"""The log's SQL lives in its backends; the read model's in its SQL modules: its statements
+and the rows its queries return (`projections/sql*.py`), and its connections
+(`projections/database.py`)."""
 LOWER = {"eventlog": set(), "projections": {"eventlog"}, "replay": {"eventlog", "projections"}}
 EVENTLOG_INTERNALS = {
     "eventlog.sqlite",
@@ -24,6 +31,9 @@ EVENTLOG_INTERNALS = {
     "eventlog.drafts",
     "eventlog.postgres_schema",
 }
+WHOLE_TABLES = "projections/tables.py"
+"""Reads every row of any projector table as SQLite returns it, to compare and digest whole
+tables; every other row outside the SQL modules is the Struct its query declares."""
 SQL_TEXT = re.compile(
     r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|WITH)\b"
     r"|\b(FROM|WHERE|VALUES|JOIN)\b.*\?"
@@ -50,8 +60,8 @@ def relative(path: Path) -> str:
 
 @pytest.mark.parametrize("path", modules(), ids=relative)
 def test_sqlite_and_sql_text_stay_in_their_two_homes(path: Path) -> None:
-    """Only the SQLite log backend and the read model's SQL module import sqlite3 or hold
-    SQL text; every other module calls them."""
+    """Only the log's backends and the read model's SQL modules import sqlite3 or hold SQL
+    text; every other module calls them."""
     if relative(path) in SQL_HOMES:
         return
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -75,8 +85,8 @@ def test_sqlite_and_sql_text_stay_in_their_two_homes(path: Path) -> None:
 @pytest.mark.parametrize("path", modules(), ids=relative)
 def test_imports_go_one_way_through_public_modules(path: Path) -> None:
     """replay -> projections -> eventlog, never back; replay uses the `projections` package
-    itself, not its modules, and outside eventlog only the read model's SQLite module reaches
-    the SQLite backend (to share its error translation)."""
+    itself, not its modules, and outside eventlog only the read model's SQL modules reach the
+    SQLite backend (to share its error translation)."""
     package = relative(path).split("/")[0]
     names = imported(ast.parse(path.read_text(encoding="utf-8")))
     for name in names:
@@ -87,3 +97,30 @@ def test_imports_go_one_way_through_public_modules(path: Path) -> None:
         assert [] == sorted(n for n in names if n.startswith("projections."))
     if package != "eventlog" and relative(path) not in SQL_HOMES:
         assert [] == sorted(names & EVENTLOG_INTERNALS)
+
+
+@pytest.mark.parametrize("path", modules(), ids=relative)
+def test_rows_are_read_as_their_queries_structs_outside_the_sql_modules(path: Path) -> None:
+    """Outside the SQL modules no row is read by position: a query returns the Structs it
+    declares (`projections.sql.Query`), and what a bare `execute` returns is only passed on
+    by another `execute` (a snapshot's, a transaction's) or dropped. Whole tables, compared
+    as SQLite returns them, are `WHOLE_TABLES`'s."""
+    if relative(path) in SQL_HOMES or relative(path) == WHOLE_TABLES:
+        return
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    read = []
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        dropped = {id(s.value) for s in ast.walk(function) if isinstance(s, ast.Expr)}
+        passed_on = {id(s.value) for s in ast.walk(function) if isinstance(s, ast.Return)}
+        for call in ast.walk(function):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "execute"
+                and id(call) not in dropped
+                and not (function.name == "execute" and id(call) in passed_on)
+            ):
+                read.append(f"{function.name}:{call.lineno}")
+    assert [] == read

@@ -11,17 +11,19 @@ import pytest
 from tests.bench import against
 
 
-def test_against_benchmark_prints_both_sides_p50s(tmp_path: Path) -> None:
-    """`python -m tests.bench.against BASE` writes the wall and CPU p50 of both trees and
-    their ratios, every call counted on each side."""
+@pytest.mark.parametrize("path", against.PATHS)
+def test_against_benchmark_prints_both_sides_p50s(tmp_path: Path, path: str) -> None:
+    """`python -m tests.bench.against BASE --path PATH` writes the wall and CPU p50 of both
+    trees and their ratios, every call counted on each side."""
     out = tmp_path / "against.json"
     code = against.main(
         [str(against.HERE), "--entries", "200", "--calls", "4", "--rounds", "2",
-         "--durability", "fast", "--json", str(out)]
+         "--durability", "fast", "--path", path, "--json", str(out)]
     )  # fmt: skip
     figures = json.loads(out.read_text(encoding="utf-8"))
-    assert (0, 200, 8, str(against.HERE)) == (
+    assert (0, path, 200, 8, str(against.HERE)) == (
         code,
+        figures["path"],
         figures["entries"],
         figures["calls"],
         figures["base_tree"],

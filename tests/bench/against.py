@@ -1,13 +1,14 @@
-"""`python -m tests.bench.against BASE`: the prompt path's p50, this tree against another.
+"""`python -m tests.bench.against BASE`: a read path's p50, this tree against another.
 
 BASE is another checkout of factledger (say `git worktree add /tmp/base main`). One file of
 `--entries` entries is built (as `tests.bench.lineage` builds its plain store: 40 tags, two
 per entry, a tenth under an adapter the policy does not trust) and copied once per tree.
 Each tree then runs in its own process (spawned, with that tree first on `sys.path`, so it
-imports its own `projections`), and the two time `load_persistent_memory` on their copies in
-interleaved rounds, alternating which goes first, on the same queries. Prints both p50s and
-their ratio (this tree / BASE), by the wall clock and by the process's CPU time (the code
-path alone, without the wait on the disk that each receipt's commit adds).
+imports its own `projections`), and the two time the read `--path` names on their copies in
+interleaved rounds, alternating which goes first, on the same queries: `prompt` (the
+default) is `load_persistent_memory`, receipted; `relevant` is `get_relevant`, unreceipted.
+Prints both p50s and their ratio (this tree / BASE), by the wall clock and by the process's
+CPU time (the code path alone, without the wait on the disk that each receipt's commit adds).
 """
 
 from __future__ import annotations
@@ -30,13 +31,16 @@ from tests.bench.sampling import percentile
 HERE = Path(__file__).resolve().parents[2]
 TAGS = [f"tag{i}" for i in range(40)]
 WARM_UP = 20
+PATHS = ("prompt", "relevant")
+RELEVANT_LIMIT = 10
+"""The limit of a `relevant` read, as `tests.bench.reads` times it."""
 
 
-def prompt_round(
-    tree: str, db: str, queries: list[list[str]], durability: str
+def read_round(
+    tree: str, db: str, queries: list[list[str]], durability: str, path: str = "prompt"
 ) -> list[tuple[float, float]]:
-    """In a worker for `tree`: (wall, CPU) milliseconds of one prompt build per query, on
-    `db`. The store's packages are imported here, once `tree` leads `sys.path`, so each
+    """In a worker for `tree`: (wall, CPU) milliseconds of one read along `path` per query,
+    on `db`. The store's packages are imported here, once `tree` leads `sys.path`, so each
     worker times its own tree's code."""
     if sys.path[0] != tree:
         sys.path.insert(0, tree)
@@ -45,12 +49,18 @@ def prompt_round(
     policy = MemoryTrustPolicy(trusted_adapters=frozenset({"claude-code"}))
     timings = []
     with SQLiteMemoryStore(db, durability=durability) as store:  # type: ignore[arg-type]
+
+        def read(tags: list[str]) -> object:
+            if path == "relevant":
+                return store.get_relevant(tags, limit=RELEVANT_LIMIT)
+            return load_persistent_memory(store, tags, trust_policy=policy, task_id="bench")
+
         for tags in queries[:WARM_UP]:
-            load_persistent_memory(store, tags, trust_policy=policy, task_id="bench")
+            read(tags)
         gc.collect()
         for tags in queries:
             wall, cpu = time.perf_counter(), time.process_time()
-            load_persistent_memory(store, tags, trust_policy=policy, task_id="bench")
+            read(tags)
             timings.append(((time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3))
     return timings
 
@@ -65,9 +75,15 @@ def source_of(tree: str) -> str:
 
 
 def measure(
-    base: Path, entries: int, calls: int, rounds: int, durability: str, folder: Path
+    base: Path,
+    entries: int,
+    calls: int,
+    rounds: int,
+    durability: str,
+    folder: Path,
+    path: str = "prompt",
 ) -> dict[str, Any]:
-    """p50 (ms) of the prompt path for this tree and `base`, on copies of one file: wall
+    """p50 (ms) of the read `path` for this tree and `base`, on copies of one file: wall
     clock, and the CPU time of the process (the code path without waiting on the disk)."""
     from tests.bench.lineage import build, rows
 
@@ -91,13 +107,14 @@ def measure(
             order = ["base", "this"] if index % 2 == 0 else ["this", "base"]
             for name in order:
                 job = workers[name].submit(
-                    prompt_round, trees[name], str(copies[name]), queries, durability
+                    read_round, trees[name], str(copies[name]), queries, durability, path
                 )
                 samples[name] += job.result()
     finally:
         for worker in workers.values():
             worker.shutdown()
     figures: dict[str, Any] = {
+        "path": path,
         "entries": entries,
         "calls": len(samples["this"]),
         "durability": durability,
@@ -118,13 +135,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=200, help="prompt builds per round")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--durability", choices=("full", "fast"), default="full")
+    parser.add_argument("--path", choices=PATHS, default="prompt", help="the read to time")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     if not (args.base / "projections" / "__init__.py").is_file():
         parser.error(f"{args.base} is not a checkout of factledger (no projections package)")
     with tempfile.TemporaryDirectory() as folder:
         figures = measure(
-            args.base, args.entries, args.calls, args.rounds, args.durability, Path(folder)
+            args.base,
+            args.entries,
+            args.calls,
+            args.rounds,
+            args.durability,
+            Path(folder),
+            args.path,
         )
     text = json.dumps(figures, indent=2)
     sys.stdout.write(text + "\n")

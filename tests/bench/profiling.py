@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eventlog import open_log, verify_chain
-from projections import CrossTaskKB, SQLiteMemoryStore
+from projections import CrossTaskKB, SQLiteMemoryStore, sql_reads
 from tests.bench import raw
 from tests.bench.context import build_log
 from tests.bench.corpus import Corpus, Memory, chunks
@@ -276,10 +276,10 @@ def relevant(folder: Path, count: int) -> None:
         for tag in queries[0]:
             rows = snap.execute("SELECT count(*) FROM fl_memory_tag WHERE tag = ?", (tag,))
             print(f"  tag {tag!r} is on {rows[0][0]} entries")
-        from projections import sql
 
         plan = snap.execute(
-            "EXPLAIN QUERY PLAN " + sql.RANKED_FIRST.format(filters=sql.FILTER_VISIBLE),
+            "EXPLAIN QUERY PLAN "
+            + sql_reads.RANKED_FIRST.format(filters=sql_reads.FILTER_VISIBLE).text,
             [queries[0][0], 10],
         )
         print("  plan: " + "; ".join(str(row[-1]) for row in plan))

@@ -40,7 +40,8 @@ from projections import (
     SyncTimeoutError,
     load_persistent_memory,
     open_view,
-    sql,
+    sql_knowledge,
+    sql_reads,
     view_at,
 )
 from projections.cache import CacheProjection
@@ -78,7 +79,7 @@ def cache_path(tmp_path: Path, name: str) -> Path:
     return tmp_path / name / "cache.db"
 
 
-TABLES = (*sql.KNOWLEDGE_TABLES, *sql.RECEIPT_TABLES)
+TABLES = (*sql_knowledge.KNOWLEDGE_TABLES, *sql_reads.RECEIPT_TABLES)
 """Every table of the read model a store keeps."""
 
 

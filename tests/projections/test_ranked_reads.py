@@ -28,6 +28,7 @@ from projections import (
     fold,
     load_persistent_memory,
     reads,
+    sql,
 )
 from projections import prompt as prompt_module
 from projections.tables import table_rows
@@ -159,7 +160,7 @@ def search_settings(
         mock.patch.object(reads, "FIRST_CHUNK", first_chunk),
         mock.patch.object(reads, "SIZE_COUNT_CAP", count_cap),
         mock.patch.object(reads, "FULL_COUNT_AFTER", full_count_after),
-        mock.patch.object(reads, "ID_BATCH", id_batch),
+        mock.patch.object(sql, "ID_BATCH", id_batch),
     ):
         yield
 

@@ -361,7 +361,7 @@ def test_owners_rewritten_under_an_operators_signature_take_no_effect(
     evil = publish(trusted, "codex", "evil")
     assert [("v1", "claude-code")] == current(trusted)
     assert [(evil, "denied", "codex")] == held(trusted)
-    assert ["bad_signature"] == [row[3] for row in refused]
+    assert ["bad_signature"] == [row.reason for row in refused]
 
 
 def test_the_commands_set_approve_and_reject(

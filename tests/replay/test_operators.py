@@ -558,7 +558,7 @@ def test_the_projectors_hold_to_a_signature_exactly_the_declared_operator_action
     with closing(open_log(db_path)) as raw:
         records = raw.append_many(EVERY_KIND)
     with SQLiteMemoryStore(db_path) as store, store.snapshot() as snap:
-        refused = {row[0]: row[3] for row in inquiries.unauthorized(snap)}
+        refused = {row.position: row.reason for row in inquiries.unauthorized(snap)}
     assert {"unsigned", "malformed_key"} == set(refused.values())
     held = {r.position for r in records if r.position in refused}
     assert {r.position for r in records if is_operator_action(r.payload)} == held

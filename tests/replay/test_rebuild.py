@@ -31,7 +31,6 @@ from projections import (
     open_view,
     sql,
 )
-from projections import tables as tables_module
 from projections.tables import table_digest, table_rows
 from replay import Ledger, RebuildReport, rebuild
 from replay.cli.output import to_json, to_text
@@ -200,7 +199,7 @@ def test_appends_while_folding_are_compared(
     store = make_store()
     store.add_many([{"type": "learning", "content": f"n{i}"} for i in range(5)])
     writer = make_store()
-    monkeypatch.setattr(rebuild_module, "BATCH_EVENTS", 2)
+    monkeypatch.setattr(sql, "BATCH", 2)
 
     def append_once(position: int, head: int) -> None:
         if position == 2:
@@ -219,7 +218,7 @@ def test_appends_before_the_swap_are_not_lost(
     populate(store)
     writer = make_store()
     kb = CrossTaskKB(writer, run_id="run-2", producer_task_id="late")
-    compare = rebuild_module._compare
+    compare = rebuild_module.compare_tables
 
     def compare_then_append(*args: Any) -> Any:
         result = compare(*args)
@@ -227,7 +226,7 @@ def test_appends_before_the_swap_are_not_lost(
         kb.publish("api", "base_url", "v3", scope="project")
         return result
 
-    monkeypatch.setattr(rebuild_module, "_compare", compare_then_append)
+    monkeypatch.setattr(rebuild_module, "compare_tables", compare_then_append)
     report = ledger.rebuild(swap=True)
     head = store.event_log.head().position
     assert (head - 2, head, head) == (report.compared_at, report.swapped_at, report.events)
@@ -282,7 +281,7 @@ def test_shadow_file_is_removed_even_when_the_rebuild_fails(
     def fail(*args: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(rebuild_module, "_compare", fail)
+    monkeypatch.setattr(rebuild_module, "compare_tables", fail)
     with pytest.raises(RuntimeError):
         ledger.rebuild(swap=True)
     assert [] == leftovers(db_path.parent)
@@ -330,7 +329,7 @@ def test_table_digest_ignores_insertion_order_and_chunking(
     rows = [(i, f"v{i % 7}", i * 0.5) for i in range(40)]
     digests = set()
     for order, chunk in ((rows, 4096), (rows[::-1], 3), (rows[7:] + rows[:7], 16)):
-        monkeypatch.setattr(tables_module, "CHUNK_ROWS", chunk)
+        monkeypatch.setattr(sql, "BATCH", chunk)
         scratch = ScratchDatabase()
         scratch.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT, c REAL)")
         scratch.executemany("INSERT INTO t VALUES (?, ?, ?)", order)
