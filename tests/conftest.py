@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import structlog
@@ -11,7 +12,10 @@ import structlog
 from projections import SQLiteMemoryStore
 from projections.environment import SETTINGS
 
-pytest_plugins = ["tests.postgres"]
+if TYPE_CHECKING:
+    from tests.read_models import ReadModelUnderTest
+
+pytest_plugins = ["tests.postgres", "tests.read_models"]
 
 
 @pytest.fixture(autouse=True)
@@ -45,15 +49,21 @@ def clock() -> Clock:
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
+    """The store's read model: the log's own file, or this host's cache of a log held
+    elsewhere (tests/read_models.py)."""
     return tmp_path / "memory" / "memory.db"
 
 
 @pytest.fixture
-def make_store(db_path: Path) -> Iterator[Callable[..., SQLiteMemoryStore]]:
+def make_store(
+    db_path: Path, read_model: ReadModelUnderTest
+) -> Iterator[Callable[..., SQLiteMemoryStore]]:
+    """Opens stores whose read model is `db_path`, over the test's read model
+    (tests/read_models.py)."""
     opened: list[SQLiteMemoryStore] = []
 
     def make(**options: object) -> SQLiteMemoryStore:
-        store = SQLiteMemoryStore(db_path, **options)  # type: ignore[arg-type]
+        store = read_model.open(db_path, **options)
         opened.append(store)
         return store
 

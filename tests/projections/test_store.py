@@ -11,6 +11,8 @@ from eventlog import InvalidInputError, InvalidTypeError, MemoryRemoved, MemoryR
 from projections import MEMORY_TYPES, MemoryEntry, SQLiteMemoryStore
 from tests.conftest import Clock
 
+pytestmark = pytest.mark.read_models
+
 StoreFactory = Callable[..., SQLiteMemoryStore]
 
 
@@ -311,14 +313,14 @@ def test_content_with_nul_and_unicode_round_trips(store: SQLiteMemoryStore) -> N
     assert [text] == [e.content for e in store.list()]
 
 
-def test_reopening_shows_the_same_state(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_reopening_shows_the_same_state(make_store: StoreFactory) -> None:
     """A new handle on the same file reads exactly what the first one wrote."""
+    store = make_store()
     store.add("learning", "a", ["x"])
     store.add("learning", "b", ["y"], source_adapter="codex")
     before = store.list()
     store.close()
-    with SQLiteMemoryStore(db_path) as again:
-        assert before == again.list()
+    assert before == make_store().list()
 
 
 def test_memory_entry_is_frozen(store: SQLiteMemoryStore) -> None:
