@@ -47,6 +47,10 @@ CHECKPOINT_ADVANCE = (
 CHECKPOINT_ROWS = "SELECT name, version, position, chain_hash FROM fl_projector_checkpoint"
 DATA_VERSION = "PRAGMA data_version"
 """Changes whenever another connection commits to the file (never for this one's commits)."""
+QUERY_BEGIN = "SAVEPOINT fl_query"
+QUERY_UNDO = "ROLLBACK TO fl_query"
+QUERY_END = "RELEASE fl_query"
+"""A savepoint around each query of a read (`Database.query`), to undo one that wrote."""
 
 # -- a host's cache of a log held elsewhere -------------------------------------------------
 
@@ -626,6 +630,34 @@ class Database:
             return self._conn.execute(statement, params).fetchall()
         except sqlite3.Error as exc:
             raise translate(exc, "query the read model in", self._where) from None
+
+    def query(self, statement: str, params: Sequence[object] = ()) -> list[Row]:
+        """Run one statement that only reads, inside the open transaction, and return its
+        rows. One that writes, whatever it starts with (it changed a row, or it returns no
+        result columns, as DDL does), is undone and refused (`ReadOnlyStoreError`): the
+        projectors alone write the read model. `PRAGMA query_only` would do it too, but each
+        change of that flag expires every statement the connection has prepared."""
+        changes = self._conn.total_changes
+        try:
+            self._conn.execute(QUERY_BEGIN)
+            try:
+                cursor = self._conn.execute(statement, params)
+                rows = cursor.fetchall()
+            except BaseException:
+                self._conn.execute(QUERY_UNDO)
+                raise
+            wrote = cursor.description is None or self._conn.total_changes != changes
+            if wrote:
+                self._conn.execute(QUERY_UNDO)
+            self._conn.execute(QUERY_END)
+        except sqlite3.Error as exc:
+            raise translate(exc, "query the read model in", self._where) from None
+        if wrote:
+            raise ReadOnlyStoreError(
+                f"a query of the read model in {self._where} may not write it (only the "
+                "projectors do, as they fold the log); the statement was undone"
+            )
+        return rows
 
     def executemany(self, statement: str, rows: Iterable[Sequence[object]]) -> None:
         """Run one statement for many rows."""
