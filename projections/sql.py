@@ -655,7 +655,7 @@ class Database:
         if wrote:
             raise ReadOnlyStoreError(
                 f"a query of the read model in {self._where} may not write it (only the "
-                "projectors do, as they fold the log); the statement was undone"
+                "projectors do, as they fold the log); its changes were rolled back"
             )
         return rows
 
