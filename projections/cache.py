@@ -396,8 +396,8 @@ class _CacheSnapshot:
         return LogUpTo(self._projection._log, self.head()).event_at(position)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        """Query the cache in this read."""
-        return self._db.execute(statement, params)
+        """Query the cache in this read (a statement that writes is refused)."""
+        return self._db.query(statement, params)
 
 
 class CacheTransaction:

@@ -28,6 +28,12 @@ SCRATCH_CACHE_KIB = 65536
 """Page cache of a file-backed scratch database: bounded, so memory stays flat."""
 
 
+_QUERY_BEGIN = "SAVEPOINT fl_query"
+_QUERY_UNDO = "ROLLBACK TO fl_query"
+_QUERY_END = "RELEASE fl_query"
+"""A savepoint around each query of a read (`Database.query`), to undo one that wrote."""
+
+
 class Database:
     """A connection the read model's statements run on; SQLite errors become ours."""
 
@@ -42,6 +48,34 @@ class Database:
             return self._conn.execute(statement, params).fetchall()
         except sqlite3.Error as exc:
             raise self._translate(exc, "query the read model in") from None
+
+    def query(self, statement: str, params: Sequence[object] = ()) -> list[Row]:
+        """Run one statement that only reads, inside the open transaction, and return its
+        rows. One that writes, whatever it starts with (it changed a row, or it returns no
+        result columns, as DDL does), is undone and refused (`ReadOnlyStoreError`): the
+        projectors alone write the read model. `PRAGMA query_only` would do it too, but each
+        change of that flag expires every statement the connection has prepared."""
+        changes = self._conn.total_changes
+        try:
+            self._conn.execute(_QUERY_BEGIN)
+            try:
+                cursor = self._conn.execute(statement, params)
+                rows = cursor.fetchall()
+            except BaseException:
+                self._conn.execute(_QUERY_UNDO)
+                raise
+            wrote = cursor.description is None or self._conn.total_changes != changes
+            if wrote:
+                self._conn.execute(_QUERY_UNDO)
+            self._conn.execute(_QUERY_END)
+        except sqlite3.Error as exc:
+            raise self._translate(exc, "query the read model in") from None
+        if wrote:
+            raise ReadOnlyStoreError(
+                f"a query of the read model in {self._where} may not write it (only the "
+                "projectors do, as they fold the log); its changes were rolled back"
+            )
+        return rows
 
     def executemany(self, statement: str, rows: Iterable[Sequence[object]]) -> None:
         """Run one statement for many rows."""

@@ -271,8 +271,8 @@ class _FileSnapshot:
         return self._log.event_at(position)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        """Query the read model in this read."""
-        return self._db.execute(statement, params)
+        """Query the read model in this read (a statement that writes is refused)."""
+        return self._db.query(statement, params)
 
 
 class Projection:
@@ -512,8 +512,9 @@ class FileTransaction:
         return self._head
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        """Query the read model, caught up to the log first, inside this transaction."""
+        """Query the read model, caught up to the log first, inside this transaction (a
+        statement that writes is refused: the projectors write the read model)."""
         if not self._current:
             self._projection._ensure_current(self._tx)
             self._current = True
-        return self._projection.database.execute(statement, params)
+        return self._projection.database.query(statement, params)

@@ -24,7 +24,6 @@ from typing import Concatenate, ParamSpec, TypeVar
 from eventlog import EventLog, InvalidTypeError, ReadSnapshot, open_log
 from eventlog.checks import check_path, is_dsn
 from projections import (
-    CacheChoiceError,
     ProjectedTransaction,
     Projector,
     Readable,
@@ -75,7 +74,7 @@ class Ledger:
     ) -> None:
         self._log = event_log
         self._target = target
-        self._remote = is_dsn(target)
+        self._remote = cache is not None or is_dsn(target)
         self._cache = cache
         self._read_only = read_only
         self._model: ReadModel | None = None
@@ -92,20 +91,16 @@ class Ledger:
         read_only: bool = True,
     ) -> Ledger:
         """Open the log at `path_or_dsn` once: a file, which holds its read model, or a
-        `postgresql://` DSN, read through this host's `cache` file when one is given.
+        `postgresql://` DSN; with `cache`, read through this host's cache file of that log (a
+        log file given with a cache is read as a log held elsewhere, as a store does).
 
-        Raises `CacheChoiceError` for a cache it cannot use (a DSN, or any cache with a
-        file log), and `LogMissingError` when a read-only open finds no log in the file.
+        Raises `CacheChoiceError` for a cache it cannot use (a DSN), and `LogMissingError`
+        when a read-only open finds no log in the file.
         """
         target = check_path(path_or_dsn)
         if not isinstance(read_only, bool):
             raise InvalidTypeError(f"read_only must be a bool, not {type(read_only).__name__}")
         kept = None if cache is None else check_cache(cache)
-        if kept is not None and not is_dsn(target):
-            raise CacheChoiceError(
-                f"{target} is a log file, which keeps its read model in itself: a cache is "
-                "for a log in PostgreSQL (a postgresql:// DSN); give no cache"
-            )
         event_log = open_log(target, read_only=read_only)
         return cls(event_log, target=target, cache=kept, read_only=read_only)
 

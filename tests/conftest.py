@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import structlog
@@ -12,7 +13,10 @@ from projections import SQLiteMemoryStore
 from projections.environment import SETTINGS
 from replay import Ledger
 
-pytest_plugins = ["tests.postgres"]
+if TYPE_CHECKING:
+    from tests.read_models import ReadModelUnderTest
+
+pytest_plugins = ["tests.postgres", "tests.read_models"]
 
 
 @pytest.fixture(autouse=True)
@@ -46,23 +50,31 @@ def clock() -> Clock:
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
+    """The store's read model: the log's own file, or this host's cache of a log held
+    elsewhere (tests/read_models.py)."""
     return tmp_path / "memory" / "memory.db"
 
 
 @pytest.fixture
-def ledger(db_path: Path) -> Iterator[Ledger]:
-    """The log at `db_path` as one `Ledger`, opened for writing (made if absent) and kept for
-    the test, as an operator keeps one."""
-    with Ledger.open(db_path, read_only=False) as opened:
+def ledger(db_path: Path, read_model: ReadModelUnderTest) -> Iterator[Ledger]:
+    """The log of the store at `db_path` as one `Ledger` (through that store's cache when the
+    test's read model is one), opened for writing (made if absent) and kept for the test, as
+    an operator keeps one."""
+    log, cache = read_model.where(db_path)
+    with Ledger.open(log, cache=cache, read_only=False) as opened:
         yield opened
 
 
 @pytest.fixture
-def make_store(db_path: Path) -> Iterator[Callable[..., SQLiteMemoryStore]]:
+def make_store(
+    db_path: Path, read_model: ReadModelUnderTest
+) -> Iterator[Callable[..., SQLiteMemoryStore]]:
+    """Opens stores whose read model is `db_path`, over the test's read model
+    (tests/read_models.py)."""
     opened: list[SQLiteMemoryStore] = []
 
     def make(**options: object) -> SQLiteMemoryStore:
-        store = SQLiteMemoryStore(db_path, **options)  # type: ignore[arg-type]
+        store = read_model.open(db_path, **options)
         opened.append(store)
         return store
 

@@ -11,9 +11,13 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
+
+if TYPE_CHECKING:
+    import psycopg
 
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
@@ -73,29 +77,44 @@ def pg_server() -> PgServer:
     return PgServer(dsn)
 
 
+def new_place(server: PgServer) -> PgLog:
+    """A schema name (and role prefix) no other test uses."""
+    return PgLog(server, f"fl_{uuid.uuid4().hex[:12]}")
+
+
 @pytest.fixture
 def pg(pg_server: PgServer) -> Iterator[PgLog]:
-    """A fresh schema name for this test; the schema and roles it made are dropped after,
-    ending any session still holding a lock in it (a test that failed mid-transaction)."""
+    """A fresh schema name for this test; the schema and roles it made are dropped after."""
+    place = new_place(pg_server)
+    yield place
+    drop(place)
+
+
+def end_sessions_in(admin: psycopg.Connection[Any], place: PgLog) -> None:
+    """End every other session logged in as one of `place`'s roles or holding a lock in its
+    schema (a test that failed mid-transaction)."""
+    admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        " WHERE pid <> pg_backend_pid() AND usename LIKE %s",
+        (place.roles + "%",),
+    )
+    admin.execute(
+        "SELECT pg_terminate_backend(l.pid) FROM pg_locks l"
+        " JOIN pg_class c ON c.oid = l.relation"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND l.pid <> pg_backend_pid()",
+        (place.schema,),
+    )
+
+
+def drop(place: PgLog) -> None:
+    """Drop `place`'s schema and roles, ending the sessions still in them first."""
     import psycopg
 
     from eventlog.postgres_schema import serialize_administration
 
-    place = PgLog(pg_server, f"fl_{uuid.uuid4().hex[:12]}")
-    yield place
-    with psycopg.connect(pg_server.dsn, autocommit=True) as admin:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE pid <> pg_backend_pid() AND usename LIKE %s",
-            (place.roles + "%",),
-        )
-        admin.execute(
-            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l"
-            " JOIN pg_class c ON c.oid = l.relation"
-            " JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = %s AND l.pid <> pg_backend_pid()",
-            (place.schema,),
-        )
+    with psycopg.connect(place.server.dsn, autocommit=True) as admin:
+        end_sessions_in(admin, place)
         with admin.transaction():
             serialize_administration(admin)
             admin.execute(f'DROP SCHEMA IF EXISTS "{place.schema}" CASCADE')

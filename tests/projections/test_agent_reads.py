@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
+
 import msgspec
 import pytest
 
@@ -28,7 +31,10 @@ from projections import (
     read_history,
     recall,
 )
-from replay import quarantine
+from replay import Ledger
+from tests.read_models import ReadModelUnderTest
+
+pytestmark = pytest.mark.read_models
 
 READER = AgentIdentity(task_id="task-b", run_id="run-1", adapter="claude-code")
 OWN = "claude-code"
@@ -112,12 +118,14 @@ def test_untagged_writes_are_kept_out_when_the_policy_distrusts_them(
 
 
 def test_quarantined_versions_stay_out_even_with_the_policy_off(
-    store: SQLiteMemoryStore,
+    store: SQLiteMemoryStore, read_model: ReadModelUnderTest
 ) -> None:
     """A quarantined version is never returned, whatever the policy."""
     good = kb(store, OWN).publish("config", "db", "postgres://prod", scope="project")
     bad = kb(store, OWN, task="task-x").publish("config", "db", "evil", scope="project")
-    quarantine(store.db_path, producer_task_id="task-x", reason="compromised task")
+    log, cache = read_model.where(store.db_path)
+    with Ledger.open(log, cache=cache, read_only=False) as ledger:
+        ledger.quarantine(producer_task_id="task-x", reason="compromised task")
     off = MemoryTrustPolicy(enabled=False)
     assert [good.position] == [f.position for f in read_facts(store, READER, "config").facts]
     history = read_history(store, READER, "config", "db", trust_policy=off)
@@ -194,10 +202,12 @@ def test_recall_trusts_the_readers_own_adapter(store: SQLiteMemoryStore) -> None
     assert (OWN,) == receipt.policy.trusted_adapters
 
 
-def test_reads_refuse_a_read_only_view(store: SQLiteMemoryStore) -> None:
+def test_reads_refuse_a_read_only_view(
+    store: SQLiteMemoryStore, read_model: ReadModelUnderTest
+) -> None:
     """Reads append a receipt, so a read-only view is refused."""
     kb(store, OWN).publish("schema", "users", "id int", scope="project")
-    with open_view(store.db_path) as view, pytest.raises(ReadOnlyStoreError):
+    with open_view(store.db_path, log=read_model.log) as view, pytest.raises(ReadOnlyStoreError):
         read_facts(view, READER, "schema")
 
 
@@ -238,8 +248,8 @@ def test_an_entry_read_shows_what_the_policy_trusts_newest_first_with_a_receipt(
         everything.kept_out,
         everything.more,
     )
-    with store.write_transaction() as tx:
-        tx.execute("UPDATE fl_memory SET source_adapter = NULL WHERE id = 4")
+    with closing(sqlite3.connect(store.db_path)) as raw, raw:
+        raw.execute("UPDATE fl_memory SET source_adapter = NULL WHERE id = 4")
     edited = read_entries(store, READER, limit=10)
     assert [3, 1] == [e.id for e in edited.entries]
     assert "read_model_mismatch" in {

@@ -12,6 +12,8 @@ from eventlog import InvalidInputError, InvalidTypeError
 from projections import CrossTaskKB, Fact, PublishCounter, SQLiteMemoryStore, get_global_counter
 from tests.conftest import Clock
 
+pytestmark = pytest.mark.read_models
+
 
 def kb(store: SQLiteMemoryStore, **options: object) -> CrossTaskKB:
     return CrossTaskKB(store, counter=PublishCounter(), **options)  # type: ignore[arg-type]

@@ -15,6 +15,8 @@ from projections.validation import check_key, check_tag, check_tags
 from replay import history
 from replay.cli import main
 
+pytestmark = pytest.mark.read_models
+
 NFC = "caf\u00e9"
 NFD = unicodedata.normalize("NFD", NFC)
 NOTE_NFC = "na\u00efve"

@@ -33,6 +33,8 @@ from projections import (
 from projections import prompt as prompt_module
 from projections.tables import table_rows
 
+pytestmark = pytest.mark.read_models
+
 TAGS = ["a", "b", "c", "d"]
 ADAPTERS = [None, "codex", "claude-code"]
 Rank = tuple[int, float, int]

@@ -7,9 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from eventlog import InvalidInputError, InvalidTypeError, MemoryRemoved, MemoryReweighted
+from eventlog import (
+    InvalidInputError,
+    InvalidTypeError,
+    MemoryRemoved,
+    MemoryReweighted,
+    ReadOnlyStoreError,
+)
 from projections import MEMORY_TYPES, MemoryEntry, SQLiteMemoryStore
 from tests.conftest import Clock
+
+pytestmark = pytest.mark.read_models
 
 StoreFactory = Callable[..., SQLiteMemoryStore]
 
@@ -304,6 +312,40 @@ def test_bad_arguments_are_clear_errors_and_change_nothing(
     assert head == store.event_log.head()
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE fl_memory SET source_adapter = NULL",
+        "WITH q AS (SELECT 1) DELETE FROM fl_memory",
+        "INSERT INTO fl_memory_tag (entry_id, tag) VALUES (1, 'planted')",
+        "UPDATE fl_memory SET content = 'planted' RETURNING id",
+        "DROP TABLE fl_memory_tag",
+        "CREATE TABLE planted AS SELECT 1",
+    ],
+    ids=["update", "with-delete", "insert", "returning", "drop", "create"],
+)
+def test_a_query_through_a_read_or_a_write_transaction_cannot_write(
+    store: SQLiteMemoryStore, statement: str
+) -> None:
+    """`snapshot().execute` and `write_transaction().execute` query the read model: a
+    statement that writes is refused, whatever it starts with, and undone: the read model
+    keeps its rows, and the store writes as before afterwards."""
+    store.add("learning", "kept", ["t"], source_adapter="codex")
+    with store.snapshot() as snap:
+        with pytest.raises(ReadOnlyStoreError, match="may not write"):
+            snap.execute(statement)
+        assert [(1, "codex")] == snap.execute("SELECT id, source_adapter FROM fl_memory")
+    with store.write_transaction() as tx:
+        with pytest.raises(ReadOnlyStoreError, match="may not write"):
+            tx.execute(statement)
+        assert [(1, "codex")] == tx.execute("SELECT id, source_adapter FROM fl_memory")
+    assert [("kept", ["t"], "codex")] == [
+        (e.content, e.tags, e.source_adapter) for e in store.list()
+    ]
+    store.add("learning", "after")
+    assert ["after", "kept"] == [e.content for e in store.list()]
+
+
 def test_content_with_nul_and_unicode_round_trips(store: SQLiteMemoryStore) -> None:
     """Content is stored verbatim, NUL bytes and any Unicode included."""
     text = "a\x00b — 日本語 🙂 '; DROP TABLE fl_memory; --"
@@ -311,14 +353,14 @@ def test_content_with_nul_and_unicode_round_trips(store: SQLiteMemoryStore) -> N
     assert [text] == [e.content for e in store.list()]
 
 
-def test_reopening_shows_the_same_state(db_path: Path, store: SQLiteMemoryStore) -> None:
+def test_reopening_shows_the_same_state(make_store: StoreFactory) -> None:
     """A new handle on the same file reads exactly what the first one wrote."""
+    store = make_store()
     store.add("learning", "a", ["x"])
     store.add("learning", "b", ["y"], source_adapter="codex")
     before = store.list()
     store.close()
-    with SQLiteMemoryStore(db_path) as again:
-        assert before == again.list()
+    assert before == make_store().list()
 
 
 def test_memory_entry_is_frozen(store: SQLiteMemoryStore) -> None:

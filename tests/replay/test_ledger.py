@@ -1,5 +1,5 @@
 """`Ledger`: one open log, knowing what it holds. Opened once, it serves every call on the
-connection it opened; it refuses what it cannot hold (a cache for a file log, a DSN as the
+connection it opened; it refuses what it cannot hold (a DSN as the
 cache), writes when opened read-only, and any use after it is closed; and each one-call
 function gives what its method gives."""
 
@@ -155,15 +155,15 @@ def test_a_ledger_says_what_it_holds(log: Path, pg_log: str, tmp_path: Path) -> 
 # -- what a ledger refuses -------------------------------------------------------------------
 
 
-def test_a_cache_for_a_file_log_is_refused_and_nothing_is_made(log: Path, tmp_path: Path) -> None:
-    """A file keeps its read model in itself: a cache given with it is a `CacheChoiceError`
-    naming the way out, and neither file is touched or made."""
+def test_a_file_log_with_a_cache_is_read_as_a_log_held_elsewhere(log: Path, tmp_path: Path) -> None:
+    """A log file given with a cache is read through that cache, as a store over it does (a
+    stand-in for a remote log): the cache is made and caught up, and answers as the file."""
     cache = tmp_path / "cache.db"
-    with pytest.raises(CacheChoiceError, match="give no cache"):
-        Ledger.open(log, cache=cache)
-    with pytest.raises(CacheChoiceError):
-        Ledger.open(tmp_path / "new.db", cache=cache, read_only=False)
-    assert not cache.exists() and not (tmp_path / "new.db").exists()
+    with Ledger.open(log) as direct:
+        expected = direct.history(tag="api")
+    with Ledger.open(log, cache=cache) as through:
+        assert expected.versions == through.history(tag="api").versions
+    assert cache.exists()
 
 
 def test_a_dsn_as_the_cache_is_refused(pg_log: str, tmp_path: Path) -> None:
