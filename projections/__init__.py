@@ -15,7 +15,13 @@ from projections.agent_reads import (
     read_history,
     recall,
 )
-from projections.cache import CacheProjection, check_cache, linked_events, open_read_model
+from projections.cache import (
+    CacheProjection,
+    cache_hint,
+    check_cache,
+    linked_events,
+    open_read_model,
+)
 from projections.comparison import (
     Drift,
     DriftReport,
@@ -135,6 +141,7 @@ __all__ = [
     "active_trust_policy",
     "agent_reading",
     "batches",
+    "cache_hint",
     "check_allow_list",
     "check_cache",
     "check_key",

@@ -88,6 +88,18 @@ def open_read_model(
     return CacheProjection(event_log, database, projectors)
 
 
+def cache_hint(remnants: Sequence[str]) -> str:
+    """For a file found holding no log: a hint when its tables are a host's cache of a log
+    held elsewhere (read it with that log named), else ''. The file is still reported as
+    holding no log: the hint never turns a missing log into a clean verdict."""
+    if sql.CACHE_META_TABLE not in remnants:
+        return ""
+    return (
+        f"; it holds a host's cache ({sql.CACHE_META_TABLE}): if it is one, name the log it "
+        "caches (--dsn, or log= in the library) and give this file as the cache"
+    )
+
+
 def check_cache(cache: str | os.PathLike[str]) -> str:
     """A host's cache path: a file on this host, never a `postgresql://` DSN
     (`CacheChoiceError`, naming no part of the DSN, which may hold a password)."""

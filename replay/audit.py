@@ -33,7 +33,7 @@ from eventlog import (
     StoredRow,
 )
 from eventlog.chain import genesis
-from projections import DriftReport, checkpoint_drift, read_model_drift
+from projections import DriftReport, cache_hint, checkpoint_drift, read_model_drift
 from replay.checkpoints import Checkpoint
 from replay.merkle import CompactRange
 
@@ -135,7 +135,7 @@ def log_missing(missing: LogMissingError, checkpoint: Checkpoint | None) -> Audi
     _check_checkpoint(checkpoint)
     if checkpoint is None and not missing.remnants:
         raise missing
-    reason = str(missing)
+    reason = str(missing) + cache_hint(missing.remnants)
     if checkpoint is not None:
         reason += (
             f"; the checkpoint covers {checkpoint.size} events of log {checkpoint.log_id}: "

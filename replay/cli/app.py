@@ -21,6 +21,7 @@ from eventlog import (
     BoundLog,
     FactledgerError,
     InvalidInputError,
+    LogMissingError,
     StorageError,
     __version__,
     open_log,
@@ -32,6 +33,7 @@ from projections import (
     MemoryView,
     SQLiteMemoryStore,
     active_trust_policy,
+    cache_hint,
     environment,
     open_view,
 )
@@ -267,6 +269,8 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except LogMissingError as exc:
+            return fail(str(exc) + cache_hint(exc.remnants))
         except FactledgerError as exc:
             return fail(str(exc))
         except BrokenPipeError:

@@ -4,6 +4,7 @@ exits 2 for every sign of tampering (1 only for a file that never held a log).""
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -203,6 +204,24 @@ def test_a_dropped_log_table_is_tampering_with_or_without_a_checkpoint(
     assert 2 == cli("verify", "--db", str(seeded))[0]
     code, out, _ = cli("verify", "--checkpoint", str(held), "--db", str(seeded), "--json")
     assert 2 == code and '"problem": "log_missing"' in out
+
+
+def test_a_cache_given_as_a_log_is_named_and_still_holds_no_log(tmp_path: Path, cli: Cli) -> None:
+    """A host's cache read as if it held a log (no --dsn): verify still says no log is there
+    (exit 2, log_missing) and list fails (exit 1), and both say it looks like a cache and how
+    to read one; a file whose log was dropped says nothing of the kind."""
+    cache, remote = tmp_path / "cache.db", tmp_path / "remote.db"
+    with SQLiteMemoryStore(cache, log=remote) as store:
+        store.add("learning", "x", ["a"])
+    code, out, _ = cli("verify", "--json", "--db", str(cache))
+    report = json.loads(out)
+    assert (2, "log_missing") == (code, report["problem"])
+    assert "holds a host's cache (fl_cache_meta)" in report["reason"]
+    code, _, err = cli("list", "--db", str(cache))
+    assert 1 == code and "name the log it caches (--dsn" in err
+    edit(remote, "DROP TABLE fl_events")
+    code, out, _ = cli("verify", "--json", "--db", str(remote))
+    assert 2 == code and "host's cache" not in json.loads(out)["reason"]
 
 
 def test_lost_log_metadata_is_tampering(seeded: Path, cli: Cli) -> None:
