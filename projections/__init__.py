@@ -31,6 +31,7 @@ from projections.comparison import (
     read_model_drift,
     table_digests,
 )
+from projections.compat import CrossTaskKB, PublishCounter, SQLiteMemoryStore, get_global_counter
 from projections.database import ScratchDatabase
 from projections.drift import READ_MODEL_MISMATCH
 from projections.entries import Fact, MemoryEntry
@@ -40,7 +41,6 @@ from projections.errors import (
     LegacyImportError,
     SyncTimeoutError,
 )
-from projections.kb import CrossTaskKB, PublishCounter, get_global_counter
 from projections.knowledge import (
     Identity,
     KnowledgeProjector,
@@ -63,7 +63,6 @@ from projections.projector import (
 from projections.prompt import Recall, load_persistent_memory, recall_memory, render
 from projections.reads import Readable, Reader, Row
 from projections.redaction import redact_value
-from projections.store import SQLiteMemoryStore
 from projections.tables import table_digest, table_exists, table_rows
 from projections.taint import TAINTED, taint
 from projections.trust import (

@@ -38,7 +38,7 @@ from projections import reads, sql_reads
 from projections.entries import Fact, MemoryEntry
 from projections.projector import ModelSnapshot
 from projections.reads import Readable
-from projections.store import SQLiteMemoryStore
+from projections.store import MemoryStore
 from projections.trust import TRUSTED as TRUSTED
 from projections.trust import MemoryTrustPolicy
 from projections.verdicts import Judged as Judged
@@ -176,9 +176,9 @@ def read(
     )
 
 
-def writable_store(store: object) -> SQLiteMemoryStore:
+def writable_store(store: object) -> MemoryStore:
     """A named reader's reads are receipted, so they need a store that writes."""
-    if isinstance(store, SQLiteMemoryStore):
+    if isinstance(store, MemoryStore):
         return store
     if isinstance(store, MemoryView):
         raise ReadOnlyStoreError(READ_ONLY)
@@ -197,7 +197,7 @@ def _model(snap: Readable) -> ModelSnapshot:
 
 
 def _receipt(
-    store: SQLiteMemoryStore,
+    store: MemoryStore,
     reading: Reading,
     tags: tuple[str, ...],
     limit: int,
