@@ -124,3 +124,53 @@ def test_rows_are_read_as_their_queries_structs_outside_the_sql_modules(path: Pa
             ):
                 read.append(f"{function.name}:{call.lineno}")
     assert [] == read
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+NAMED = re.compile(r"`((?:eventlog|projections|replay)/[\w/]+\.py)(?::([\w.]+))?`")
+
+
+def named_in_architecture() -> list[tuple[str, str | None]]:
+    return [(m[1], m[2]) for m in NAMED.finditer(ARCHITECTURE.read_text(encoding="utf-8"))]
+
+
+def defines(tree: ast.Module, dotted: str) -> bool:
+    """Whether `dotted` (a function, a class, a constant, or `Class.method`) is defined at
+    the top of `tree`."""
+    scope: list[ast.stmt] = tree.body
+    for part in dotted.split("."):
+        found = [node for node in scope if part in _names(node)]
+        if not found:
+            return False
+        scope = found[0].body if isinstance(found[0], ast.ClassDef) else []
+    return True
+
+
+def _names(node: ast.stmt) -> set[str]:
+    """The names a statement at the top of a module or class defines."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.Assign):
+        return {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return set()
+
+
+def test_architecture_names_every_module_and_only_modules_that_exist() -> None:
+    """docs/architecture.md names every module of the packages, and every module path it
+    names exists: the map cannot fall behind the code."""
+    named = {path for path, _ in named_in_architecture()}
+    assert [] == sorted(p for p in named if not (ROOT / p).is_file())
+    assert [] == sorted(relative(p) for p in modules() if relative(p) not in named)
+
+
+def test_architecture_names_only_functions_that_exist() -> None:
+    """Every `file:function` step of the data flows in docs/architecture.md is defined in
+    that file."""
+    missing = [
+        f"{path}:{name}"
+        for path, name in named_in_architecture()
+        if name is not None
+        and (ROOT / path).is_file()
+        and not defines(ast.parse((ROOT / path).read_text(encoding="utf-8")), name)
+    ]
+    assert [] == missing
