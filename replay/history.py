@@ -35,7 +35,7 @@ from eventlog import (
 )
 from eventlog.checks import check_optional_identifier, check_position
 from eventlog.signing import authorization_of
-from projections import (
+from projections.internal import (
     Identity,
     KnowledgeProjector,
     Readable,

@@ -23,7 +23,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from eventlog import EventLog, InvalidTypeError, ReadSnapshot, open_log
 from eventlog.checks import check_path, is_dsn
-from projections import (
+from projections.internal import (
     ProjectedTransaction,
     Projector,
     Readable,

@@ -9,8 +9,13 @@ import msgspec
 
 from eventlog import InvalidInputError, ReadSnapshot
 from eventlog.checks import check_position
-from projections import Readable, inquiries
-from projections import lineage as graph
+from projections.internal import (
+    Readable,
+    inquiries,
+)
+from projections.internal import (
+    lineage as graph,
+)
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger

@@ -33,7 +33,11 @@ from eventlog import (
 from eventlog.checks import check_actor, check_identifier, check_optional_actor
 from eventlog.logs import get_logger
 from eventlog.signing import action_statement
-from projections import ProjectedTransaction, Readable, inquiries
+from projections.internal import (
+    ProjectedTransaction,
+    Readable,
+    inquiries,
+)
 from replay.errors import NotAuthorizedError
 from replay.keys import KeySource, OperatorKey, PublicKey, operator_key, read_public_key
 

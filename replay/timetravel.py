@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING
 
 from eventlog import InvalidInputError, ReadSnapshot
 from eventlog.checks import check_position, check_ts_ns
-from projections import MemoryView, view_at
+from projections import (
+    MemoryView,
+)
+from projections.internal import (
+    view_at,
+)
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger

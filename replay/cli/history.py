@@ -15,7 +15,15 @@ from typing import Any
 import click
 
 from eventlog import InvalidInputError
-from projections import SCOPES, CrossTaskKB, Fact, MemoryEntry, reading
+from projections import (
+    CrossTaskKB,
+    Fact,
+    MemoryEntry,
+)
+from projections.internal import (
+    SCOPES,
+    reading,
+)
 from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
 from replay.cli.memory import (

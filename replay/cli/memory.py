@@ -19,18 +19,20 @@ import msgspec
 
 from eventlog import MAX_CONTENT_BYTES, InvalidInputError
 from projections import (
-    MEMORY_TYPES,
-    SCOPES,
     AgentIdentity,
     Fact,
     MemoryTrustPolicy,
     MemoryView,
+    redact_value,
+)
+from projections.internal import (
+    MEMORY_TYPES,
+    SCOPES,
     agent_reading,
     check_allow_list,
     environment,
     policy_for,
     reading,
-    redact_value,
     run_key,
 )
 from replay.cli import output

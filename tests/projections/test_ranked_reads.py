@@ -17,21 +17,25 @@ from hypothesis import strategies as st
 from eventlog import MAX_CONTENT_BYTES, NewEvent, QuarantineApplied, QuarantineReleased
 from eventlog.checks import MAX_POSITION
 from projections import (
-    QUARANTINED,
-    UNTAGGED_NOT_TRUSTED,
-    UNTRUSTED_ADAPTER,
     CrossTaskKB,
     MemoryTrustPolicy,
-    ScratchDatabase,
     SQLiteMemoryStore,
-    default_projectors,
-    fold,
     load_persistent_memory,
     reads,
     sql,
 )
 from projections import prompt as prompt_module
+from projections.internal import (
+    ScratchDatabase,
+    default_projectors,
+    fold,
+)
 from projections.tables import table_rows
+from projections.trust import (
+    QUARANTINED,
+    UNTAGGED_NOT_TRUSTED,
+    UNTRUSTED_ADAPTER,
+)
 
 pytestmark = pytest.mark.read_models
 

@@ -13,7 +13,13 @@ from typing import Any
 
 from eventlog import EventLog, FactPublished, MemoryAdded, RecordedEvent, verify_chain
 from eventlog.chain import genesis
-from projections import SQLiteMemoryStore, default_projectors, fold
+from projections import (
+    SQLiteMemoryStore,
+)
+from projections.internal import (
+    default_projectors,
+    fold,
+)
 from projections.reads import Readable
 
 ROOT = Path(__file__).resolve().parents[2]
