@@ -41,15 +41,15 @@ from projections.legacy import (
     legacy_events,
 )
 from projections.projector import (
+    LiveReadModel,
     ProjectedTransaction,
     Projection,
     Projector,
-    ReadModel,
     batches,
     fold,
 )
 from projections.reads import (
-    Readable,
+    Queryable,
 )
 from projections.validation import (
     MEMORY_TYPES,
@@ -73,12 +73,12 @@ __all__ = [
     "Identity",
     "KnowledgeProjector",
     "LegacyFile",
+    "LiveReadModel",
     "MemoryType",
     "ProjectedTransaction",
     "Projection",
     "Projector",
-    "ReadModel",
-    "Readable",
+    "Queryable",
     "ScratchDatabase",
     "TableComparison",
     "agent_reading",

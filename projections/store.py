@@ -43,7 +43,7 @@ from projections.cache import open_read_model
 from projections.database import Database
 from projections.legacy import legacy_events
 from projections.lineage import check_sources
-from projections.projector import ModelSnapshot, ProjectedTransaction, Projection
+from projections.projector import ProjectedTransaction, Projection, ReadModelSnapshot
 from projections.validation import check_importance, check_memory_type, check_tags, check_text
 from projections.view import MemoryView, default_projectors
 
@@ -143,7 +143,7 @@ class MemoryStore(MemoryView):
         """The read model's tables, to query inside `snapshot()` (or a write)."""
         return self._projection.database
 
-    def snapshot(self) -> AbstractContextManager[ModelSnapshot]:
+    def snapshot(self) -> AbstractContextManager[ReadModelSnapshot]:
         """A consistent read of the read model, with the log position it shows (`head()`):
         the log's head in one file; with a log held elsewhere, the position this host's
         cache reached after catching up on entry."""

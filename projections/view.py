@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from eventlog import (
     EventLog,
     Head,
+    LogSnapshot,
     ReadOnlyStoreError,
-    ReadSnapshot,
     RecordedEvent,
     SQLiteEventLog,
     open_log,
@@ -32,7 +32,7 @@ from projections.entries import MemoryEntry
 from projections.knowledge import KnowledgeProjector
 from projections.lineage import LineageProjector
 from projections.projector import Projection, Projector, fold
-from projections.reads import Readable, Reader
+from projections.reads import Queryable, SnapshotSource
 from projections.receipts import ReceiptProjector
 from projections.validation import check_allow_list, check_limit, check_memory_type, check_tags
 
@@ -66,7 +66,11 @@ class MemoryView:
     the store's (`STORE_WRITES`), it raises `ReadOnlyStoreError`."""
 
     def __init__(
-        self, reader: Reader, *, db_path: str | os.PathLike[str], resources: Iterable[Any] = ()
+        self,
+        reader: SnapshotSource,
+        *,
+        db_path: str | os.PathLike[str],
+        resources: Iterable[Any] = (),
     ) -> None:
         self._reader = reader
         self.db_path = Path(db_path) if str(db_path) != ":memory:" else db_path
@@ -82,7 +86,7 @@ class MemoryView:
         """The adapter stamped on writes that name none (a view writes nothing)."""
         return None
 
-    def snapshot(self) -> AbstractContextManager[Readable]:
+    def snapshot(self) -> AbstractContextManager[Queryable]:
         """A consistent read of the read model."""
         return self._reader.snapshot()
 
@@ -219,7 +223,7 @@ def _cached_view(cache: str | os.PathLike[str], log: str | os.PathLike[str]) -> 
 @contextmanager
 def read_model_at_head(
     event_log: EventLog, projectors: Sequence[Projector]
-) -> Iterator[tuple[ReadSnapshot, Readable]]:
+) -> Iterator[tuple[LogSnapshot, Queryable]]:
     """One read of the log, with `projectors`' tables at its head: the log file's own tables
     when they are current, else folded in memory. Writes nothing. (A host's cache of a log
     held elsewhere is read through its own `snapshot()`, whose head is the cache's.)"""
@@ -263,11 +267,11 @@ class _FoldedSnapshot:
     def read(
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
-        """The log's events, never past the head (`ReadSnapshot.read`)."""
+        """The log's events, never past the head (`LogSnapshot.read`)."""
         return self._log_at.read(after=after, until=until, limit=limit)
 
     def event_at(self, position: int) -> RecordedEvent:
-        """The log's event at `position`, if not past the head (`ReadSnapshot.event_at`)."""
+        """The log's event at `position`, if not past the head (`LogSnapshot.event_at`)."""
         return self._log_at.event_at(position)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:

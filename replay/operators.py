@@ -35,7 +35,7 @@ from eventlog.logs import get_logger
 from eventlog.signing import action_statement
 from projections.internal import (
     ProjectedTransaction,
-    Readable,
+    Queryable,
     inquiries,
 )
 from replay.errors import NotAuthorizedError
@@ -216,7 +216,7 @@ def list_operators(ledger: Ledger) -> Operators:
 
 
 def signed_event(
-    tx: Readable,
+    tx: Queryable,
     log_id: str,
     payload: EventPayload,
     *,

@@ -108,7 +108,7 @@ def apply(store: SQLiteMemoryStore, operations: Sequence[tuple[Any, ...]]) -> No
             store._append([NewEvent(payload=release)])
 
 
-class ReadModel:
+class LiveReadModel:
     """The read model's rows, ranked without any cleverness."""
 
     def __init__(self, store: SQLiteMemoryStore) -> None:
@@ -182,7 +182,7 @@ def test_get_relevant_equals_the_plain_ranking(
     rows outside the allow-list never; with no tags, the newest."""
     with SQLiteMemoryStore(":memory:") as store:
         apply(store, operations)
-        model = ReadModel(store)
+        model = LiveReadModel(store)
         with search_settings(*search):
             for tags, limit, adapters in queries:
                 got = store.get_relevant(tags, limit, read_only_from_adapters=adapters)
@@ -208,7 +208,7 @@ def test_prompt_receipts_equal_the_two_query_selection(
     top-n, cut at the last trusted entry, would: same positions, order and reasons."""
     with SQLiteMemoryStore(":memory:") as store:
         apply(store, operations)
-        model = ReadModel(store)
+        model = LiveReadModel(store)
         with (
             search_settings(*search),
             mock.patch.object(prompt_module, "REFUSED_SCAN", refused_scan),
