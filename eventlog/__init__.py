@@ -12,8 +12,8 @@ from eventlog.backend import (
     Durability,
     EventLog,
     Head,
+    LogSnapshot,
     LogTransaction,
-    ReadSnapshot,
     StoredRow,
 )
 from eventlog.checks import MAX_CONTENT_BYTES, is_dsn
@@ -97,6 +97,7 @@ __all__ = [
     "LogBusyError",
     "LogExistsError",
     "LogMissingError",
+    "LogSnapshot",
     "LogTransaction",
     "MemoryAdded",
     "MemoryRemoved",
@@ -110,7 +111,6 @@ __all__ = [
     "QuarantineApplied",
     "QuarantineReleased",
     "ReadOnlyStoreError",
-    "ReadSnapshot",
     "RecallRecorded",
     "RecordedEvent",
     "SQLiteEventLog",

@@ -1,4 +1,8 @@
-"""`SQLiteMemoryStore`: the memory store API, every write an event and every read a projection."""
+"""`MemoryStore`: the memory store, every write an event and every read a projection.
+
+It is a `MemoryView` (the reads) that adds the writes. The public `SQLiteMemoryStore` is this
+class with the replaced store's helpers on top (`projections.compat`).
+"""
 
 from __future__ import annotations
 
@@ -28,7 +32,6 @@ from eventlog import (
 )
 from eventlog.checks import (
     check_actor,
-    check_content,
     check_finite,
     check_identifier,
     check_optional_actor,
@@ -40,8 +43,8 @@ from projections.cache import open_read_model
 from projections.database import Database
 from projections.legacy import legacy_events
 from projections.lineage import check_sources
-from projections.projector import ModelSnapshot, ProjectedTransaction, Projection
-from projections.validation import check_importance, check_memory_type, check_tags
+from projections.projector import ProjectedTransaction, Projection, ReadModelSnapshot
+from projections.validation import check_importance, check_memory_type, check_tags, check_text
 from projections.view import MemoryView, default_projectors
 
 ADD_KEYS = frozenset(
@@ -60,7 +63,7 @@ ADD_KEYS = frozenset(
 SECONDS_PER_DAY = 86400
 
 
-class SQLiteMemoryStore(MemoryView):
+class MemoryStore(MemoryView):
     """Persistent agent memory on an append-only, hash-chained log.
 
     By default the log and the read model share one SQLite file, `db_path`. With `log` (a
@@ -140,7 +143,7 @@ class SQLiteMemoryStore(MemoryView):
         """The read model's tables, to query inside `snapshot()` (or a write)."""
         return self._projection.database
 
-    def snapshot(self) -> AbstractContextManager[ModelSnapshot]:
+    def snapshot(self) -> AbstractContextManager[ReadModelSnapshot]:
         """A consistent read of the read model, with the log position it shows (`head()`):
         the log's head in one file; with a log held elsewhere, the position this host's
         cache reached after catching up on entry."""
@@ -256,13 +259,11 @@ class SQLiteMemoryStore(MemoryView):
         source_adapter: object = None,
         derived_from: object = None,
     ) -> NewEvent:
-        if not isinstance(content, str):
-            raise InvalidTypeError(f"content must be str, not {_type_name(content)}")
-        check_content("content", content)
+        text = check_text("content", content)
         task = check_optional_actor("task_id", task_id)
         payload = MemoryAdded(
             type=check_memory_type(type),
-            content=content,
+            content=text,
             tags=check_tags(tags),
             importance=check_importance(importance),
             task_id=task,
@@ -323,7 +324,7 @@ class SQLiteMemoryStore(MemoryView):
             source_adapter=self._source_adapter,
         )
 
-    def __enter__(self) -> SQLiteMemoryStore:
+    def __enter__(self) -> MemoryStore:
         return self
 
 

@@ -36,11 +36,13 @@ from projections import (
     CrossTaskKB,
     Fact,
     MemoryTrustPolicy,
-    MemoryType,
     SQLiteMemoryStore,
     read_facts,
     read_history,
     recall,
+)
+from projections.internal import (
+    MemoryType,
 )
 from replay.mcp_stdio import serve_stdio
 

@@ -33,9 +33,11 @@ from projections import (
     MemoryView,
     SQLiteMemoryStore,
     active_trust_policy,
+    open_view,
+)
+from projections.internal import (
     cache_hint,
     environment,
-    open_view,
 )
 from replay.bootstrap import holds_log
 from replay.cli import output

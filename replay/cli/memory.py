@@ -19,18 +19,20 @@ import msgspec
 
 from eventlog import MAX_CONTENT_BYTES, InvalidInputError
 from projections import (
-    MEMORY_TYPES,
-    SCOPES,
     AgentIdentity,
     Fact,
     MemoryTrustPolicy,
     MemoryView,
+    redact_value,
+)
+from projections.internal import (
+    MEMORY_TYPES,
+    SCOPES,
     agent_reading,
     check_allow_list,
     environment,
     policy_for,
     reading,
-    redact_value,
     run_key,
 )
 from replay.cli import output
@@ -71,7 +73,7 @@ def text_of(given: str | None, path: str | None, what: str) -> str:
     return text
 
 
-class Reader:
+class CommandReader:
     """Who reads, and under which policy: an agent when the environment names an adapter (or
     the PostgreSQL login is bound to one), else an operator auditing the log."""
 
@@ -152,7 +154,7 @@ def query(session: Session, tag: str, scope: str, raw: bool, show_all: bool) -> 
     --all shows the current versions whatever wrote them. An agent's read is receipted.
     """
     session.needs_run(scope)
-    reader = Reader(session)
+    reader = CommandReader(session)
     of_tag = (scope, run_key(scope, reader.identity.run_id), tag)
     with session.store() as store:
         found = reading.read(
@@ -242,7 +244,7 @@ def list_(
     shows every entry. An agent's read is receipted. Says on stderr when --limit cut the
     list.
     """
-    reader = Reader(session)
+    reader = CommandReader(session)
     allowed = check_allow_list(list(adapters) or None)
     with session.store() as store:
         found = reading.read(

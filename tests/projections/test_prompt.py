@@ -16,9 +16,15 @@ from projections import (
     SQLiteMemoryStore,
     escape_invisible,
     load_persistent_memory,
-    render,
 )
-from projections.prompt import HEADER, MAX_TILDE_RUN, PREAMBLE, TILDE_LOOKALIKES, visible
+from projections.prompt import (
+    HEADER,
+    MAX_TILDE_RUN,
+    PREAMBLE,
+    TILDE_LOOKALIKES,
+    render,
+    visible,
+)
 from projections.visible import is_invisible
 
 pytestmark = pytest.mark.read_models
