@@ -97,7 +97,7 @@ def policy_for(
             f"trust_policy must be a MemoryTrustPolicy, not {type(trust_policy).__name__}"
         )
     policy = trust_policy if trust_policy is not None else active_trust_policy()
-    return policy.trusting(identity.adapter)
+    return reading.reader_policy(policy, identity.adapter)
 
 
 def agent_reading(
@@ -108,8 +108,10 @@ def agent_reading(
     show_all: bool = False,
 ) -> reading.Reading:
     """How `identity` reads through `store`: named in its receipts (under the adapter the
-    store writes as when the identity names none), under `policy_for` its policy."""
-    policy = policy_for(identity, trust_policy)
+    store writes as when the identity names none), under `trust_policy` (the store's when
+    None: `MemoryView.trust_policy`) with the reader's own adapter trusted."""
+    _check_identity(identity)
+    policy = reading.policy_given(store, trust_policy)
     reader = reading.NamedReader.of(store, identity.task_id, identity.run_id, identity.adapter)
     return reading.Reading(reader, policy, _flag("show_all", show_all))
 
@@ -229,10 +231,11 @@ def recall(
     trust_policy: MemoryTrustPolicy | None = None,
 ) -> Recall:
     """The prompt section `load_persistent_memory` builds for this reader, with its receipt."""
+    _check_identity(identity)
     return recall_memory(
         store,
         tags,
-        trust_policy=policy_for(identity, trust_policy),
+        trust_policy=trust_policy,
         limit=limit,
         task_id=identity.task_id,
         run_id=identity.run_id or None,

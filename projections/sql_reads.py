@@ -146,6 +146,11 @@ FACTS_CURRENT_ALLOWED = Query(
     "AND f.source_adapter IN ({marks}) GROUP BY f.key ORDER BY f.position DESC",
     AllowedVersion,
 )
+FACTS_AT = Query(
+    f"SELECT {FACT_COLUMNS} FROM fl_fact f WHERE f.position IN ({{marks}})", FactVersion
+)
+"""The fact versions written at some positions (a prompt names each fact's scope, tag and
+key)."""
 FACT_HISTORY = Query(
     f"SELECT {FACT_COLUMNS} FROM fl_fact f "
     "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.key = ? ORDER BY f.position",

@@ -35,6 +35,7 @@ from projections.lineage import LineageProjector
 from projections.projector import ProjectedTransaction, Projection, Projector, fold
 from projections.reads import Readable, Reader
 from projections.receipts import ReceiptProjector
+from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import check_allow_list, check_limit, check_memory_type, check_tags
 
 READ_ONLY = "this store is a read-only view of the log; writes are refused"
@@ -65,6 +66,11 @@ class MemoryView:
     def source_adapter(self) -> str | None:
         """The adapter stamped on writes that name none (a view writes nothing)."""
         return None
+
+    def trust_policy(self) -> MemoryTrustPolicy:
+        """The trust policy reads through this store are judged under when they are given
+        none: the environment's (`active_trust_policy`), read now."""
+        return active_trust_policy()
 
     @property
     def event_log(self) -> EventLog:
