@@ -62,6 +62,7 @@ from projections.projector import (
 )
 from projections.prompt import Recall, load_persistent_memory, recall_memory, render
 from projections.reads import Readable, Reader, Row
+from projections.receipts import Receipt, ReceiptProjector, receipts
 from projections.redaction import redact_value
 from projections.store import SQLiteMemoryStore
 from projections.tables import table_digest, table_exists, table_rows
@@ -130,6 +131,8 @@ __all__ = [
     "Readable",
     "Reader",
     "Recall",
+    "Receipt",
+    "ReceiptProjector",
     "Row",
     "SQLiteMemoryStore",
     "Scope",
@@ -173,6 +176,7 @@ __all__ = [
     "reading",
     "recall",
     "recall_memory",
+    "receipts",
     "redact_value",
     "render",
     "run_key",

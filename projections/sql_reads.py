@@ -234,6 +234,18 @@ RECEIPTS_TOUCHING = Query(
     ReceiptItem,
 )
 
+
+class Positioned(Columns, frozen=True):
+    position: int
+
+
+RECEIPTS_AFTER = Query(
+    "SELECT position FROM fl_receipt WHERE position > ? AND (? IS NULL OR task_id = ?) "
+    "AND (? IS NULL OR run_id = ?) ORDER BY position LIMIT ?",
+    Positioned,
+)
+"""The receipts after a position, of reads for a task and a run (NULL: any), oldest first."""
+
 # -- lineage: which writes were derived from which events -----------------------------------
 
 LINEAGE_TABLES = ("fl_lineage_reader", "fl_lineage_source", "fl_lineage_write")

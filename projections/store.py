@@ -42,6 +42,7 @@ from projections.database import Database
 from projections.legacy import legacy_events
 from projections.lineage import check_sources
 from projections.projector import ModelSnapshot, ProjectedTransaction, Projection
+from projections.receipts import Receipt, receipts
 from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import check_importance, check_memory_type, check_tags
 from projections.view import MemoryView, default_projectors
@@ -145,6 +146,19 @@ class SQLiteMemoryStore(MemoryView):
         if self._trusted_adapters is None:
             return policy
         return dataclasses.replace(policy, trusted_adapters=self._trusted_adapters)
+
+    def receipts(
+        self,
+        *,
+        task_id: str | None = None,
+        run_id: str | None = None,
+        after: int = 0,
+        limit: int = 100,
+    ) -> builtins.list[Receipt]:
+        """The receipts of reads for `task_id` and `run_id` (None: any) after position
+        `after`, oldest first, at most `limit` (`projections.receipts`)."""
+        with self.snapshot() as snap:
+            return receipts(snap, snap, task_id=task_id, run_id=run_id, after=after, limit=limit)
 
     @property
     def read_only(self) -> bool:
