@@ -13,6 +13,7 @@ from projections.agent_reads import (
     read_entries,
     read_facts,
     read_history,
+    read_tags,
     recall,
 )
 from projections.cache import (
@@ -66,6 +67,7 @@ from projections.receipts import Receipt, ReceiptProjector, receipts
 from projections.redaction import redact_value
 from projections.store import SQLiteMemoryStore
 from projections.tables import table_digest, table_exists, table_rows
+from projections.tags import TagCount, TagListing, list_tags
 from projections.taint import TAINTED, taint
 from projections.trust import (
     QUARANTINED,
@@ -140,6 +142,8 @@ __all__ = [
     "SyncTimeoutError",
     "TableComparison",
     "TableWriter",
+    "TagCount",
+    "TagListing",
     "__version__",
     "active_trust_policy",
     "agent_reading",
@@ -163,6 +167,7 @@ __all__ = [
     "legacy_events",
     "lineage",
     "linked_events",
+    "list_tags",
     "load_persistent_memory",
     "matching_positions",
     "open_read_model",
@@ -173,6 +178,7 @@ __all__ = [
     "read_history",
     "read_model_at_head",
     "read_model_drift",
+    "read_tags",
     "reading",
     "recall",
     "recall_memory",

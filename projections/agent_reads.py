@@ -32,6 +32,7 @@ from projections import reading
 from projections.entries import Fact, MemoryEntry
 from projections.knowledge import fact_identity, run_key
 from projections.prompt import Recall, recall_memory
+from projections.tags import TagListing, list_tags
 from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import (
     check_allow_list,
@@ -241,6 +242,19 @@ def recall(
         run_id=identity.run_id or None,
         adapter=identity.adapter,
     )
+
+
+def read_tags(
+    store: MemoryView,
+    identity: AgentIdentity,
+    *,
+    scope: str = "project",
+    trust_policy: MemoryTrustPolicy | None = None,
+) -> TagListing:
+    """The tags under `scope` this reader may see, with their facts' keys and counts
+    (`projections.tags`), receipted: what to pass `read_facts`, `read_history` and `recall`."""
+    how = agent_reading(store, identity, trust_policy)
+    return list_tags(store, how, _scope(scope, identity), identity.run_id)
 
 
 def _check_identity(identity: object) -> None:

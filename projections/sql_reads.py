@@ -151,6 +151,17 @@ FACTS_AT = Query(
 )
 """The fact versions written at some positions (a prompt names each fact's scope, tag and
 key)."""
+
+
+class TagName(Columns, frozen=True):
+    tag: str
+
+
+FACT_TAGS_IN_SCOPE = Query(
+    "SELECT DISTINCT tag FROM fl_fact_current WHERE scope = ? AND run_key = ? ORDER BY tag LIMIT ?",
+    TagName,
+)
+"""The tags with a current fact under (scope, run_key), in order (a tag listing)."""
 FACT_HISTORY = Query(
     f"SELECT {FACT_COLUMNS} FROM fl_fact f "
     "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.key = ? ORDER BY f.position",
