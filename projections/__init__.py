@@ -17,6 +17,7 @@ from projections.agent_reads import (
     read_entries,
     read_facts,
     read_history,
+    read_tags,
     recall,
 )
 from projections.compat import (
@@ -40,6 +41,7 @@ from projections.prompt import (
     load_persistent_memory,
     recall_memory,
 )
+from projections.receipts import Receipt
 from projections.redaction import (
     redact_value,
 )
@@ -69,6 +71,7 @@ __all__ = [
     "MemoryView",
     "PublishCounter",
     "Recall",
+    "Receipt",
     "SQLiteMemoryStore",
     "SyncTimeoutError",
     "__version__",
@@ -80,6 +83,7 @@ __all__ = [
     "read_entries",
     "read_facts",
     "read_history",
+    "read_tags",
     "recall",
     "recall_memory",
     "redact_value",

@@ -51,6 +51,13 @@ from projections.projector import (
 from projections.reads import (
     Queryable,
 )
+from projections.receipts import (
+    ReceiptProjector,
+    receipts,
+)
+from projections.tags import (
+    list_tags,
+)
 from projections.validation import (
     MEMORY_TYPES,
     SCOPES,
@@ -79,6 +86,7 @@ __all__ = [
     "Projection",
     "Projector",
     "Queryable",
+    "ReceiptProjector",
     "ScratchDatabase",
     "TableComparison",
     "agent_reading",
@@ -101,12 +109,14 @@ __all__ = [
     "legacy_events",
     "lineage",
     "linked_events",
+    "list_tags",
     "matching_positions",
     "open_read_model",
     "policy_for",
     "read_model_at_head",
     "read_model_drift",
     "reading",
+    "receipts",
     "run_key",
     "table_digests",
     "view_at",

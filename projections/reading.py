@@ -84,8 +84,9 @@ class NamedReader:
 @dataclass(frozen=True)
 class Reading:
     """How a read is made: for whom (None: an operator's audit, which is never receipted and
-    shows every row), under which policy, and whether every row is shown, marked with its
-    verdict, or only those the policy trusts."""
+    shows every row), under which policy (with the reader's own adapter trusted:
+    `reader_policy`), and whether every row is shown, marked with its verdict, or only those
+    the policy trusts."""
 
     reader: NamedReader | None
     policy: MemoryTrustPolicy
@@ -94,6 +95,15 @@ class Reading:
     def __post_init__(self) -> None:
         if self.reader is None:
             object.__setattr__(self, "everything", True)
+        else:
+            object.__setattr__(self, "policy", reader_policy(self.policy, self.reader.adapter))
+
+
+def reader_policy(policy: MemoryTrustPolicy, adapter: str | None) -> MemoryTrustPolicy:
+    """The policy a read by a reader writing under `adapter` is judged under: `policy` with
+    that adapter trusted. An agent is shown its own adapter's writes on every path (the
+    prompt, agents' reads over MCP and the command line); every `Reading` applies this."""
+    return policy.trusting(adapter)
 
 
 class Judge:
@@ -176,6 +186,21 @@ def read(
         more=chosen.more,
         receipt_position=receipt,
     )
+
+
+def policy_given(store: object, trust_policy: object) -> MemoryTrustPolicy:
+    """The policy a read through `store` is given: `trust_policy`, else the store's own
+    (`MemoryView.trust_policy`: the environment's, or the adapters the store was opened to
+    trust)."""
+    if trust_policy is not None:
+        if not isinstance(trust_policy, MemoryTrustPolicy):
+            raise InvalidTypeError(
+                f"trust_policy must be a MemoryTrustPolicy, not {type(trust_policy).__name__}"
+            )
+        return trust_policy
+    if not isinstance(store, MemoryView):
+        raise InvalidTypeError(f"store must be a MemoryView, not {type(store).__name__}")
+    return store.trust_policy()
 
 
 def writable_store(store: object) -> MemoryStore:

@@ -7,11 +7,12 @@ class with the replaced store's helpers on top (`projections.compat`).
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, cast
 
 from msgspec import UNSET
 
@@ -44,6 +45,8 @@ from projections.database import Database
 from projections.legacy import legacy_events
 from projections.lineage import check_sources
 from projections.projector import ProjectedTransaction, Projection, ReadModelSnapshot
+from projections.receipts import Receipt, receipts
+from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import check_importance, check_memory_type, check_tags, check_text
 from projections.view import MemoryView, default_projectors
 
@@ -74,7 +77,9 @@ class MemoryStore(MemoryView):
     PostgreSQL login bound to an adapter writes as that adapter, and a login bound to
     another refuses to open: `PermissionDeniedError`); `producer_task_id`
     and `run_id` likewise, on its removals, prunes, decays, legacy import and adds without a
-    task, so every event names its actor.
+    task, so every event names its actor. `trusted_adapters`, given, are the adapters the
+    prompt and agents' reads through this store trust when they are given no policy, in
+    place of FACTLEDGER_TRUST_ADAPTERS (`trust_policy()`).
     """
 
     def __init__(
@@ -87,7 +92,15 @@ class MemoryStore(MemoryView):
         run_id: str | None = None,
         durability: Durability = "full",
         clock_ns: Callable[[], int] | None = None,
+        trusted_adapters: Iterable[str] | None = None,
     ) -> None:
+        self._trusted_adapters = (
+            None
+            if trusted_adapters is None
+            else MemoryTrustPolicy(
+                trusted_adapters=cast(frozenset[str], trusted_adapters)
+            ).trusted_adapters
+        )
         self._source_adapter = check_optional_actor("source_adapter", source_adapter)
         self._producer = check_actor("producer_task_id", producer_task_id, allow_empty=True)
         self._run_id = check_optional_actor("run_id", run_id)
@@ -127,6 +140,28 @@ class MemoryStore(MemoryView):
     def source_adapter(self) -> str | None:
         """The adapter stamped on writes that name none."""
         return self._source_adapter
+
+    def trust_policy(self) -> MemoryTrustPolicy:
+        """The trust policy reads through this store are judged under when they are given
+        none: the environment's, trusting the adapters this store was opened with
+        (`trusted_adapters=`) in place of FACTLEDGER_TRUST_ADAPTERS when it was."""
+        policy = active_trust_policy()
+        if self._trusted_adapters is None:
+            return policy
+        return dataclasses.replace(policy, trusted_adapters=self._trusted_adapters)
+
+    def receipts(
+        self,
+        *,
+        task_id: str | None = None,
+        run_id: str | None = None,
+        after: int = 0,
+        limit: int = 100,
+    ) -> builtins.list[Receipt]:
+        """The receipts of reads for `task_id` and `run_id` (None: any) after position
+        `after`, oldest first, at most `limit` (`projections.receipts`)."""
+        with self.snapshot() as snap:
+            return receipts(snap, snap, task_id=task_id, run_id=run_id, after=after, limit=limit)
 
     @property
     def read_only(self) -> bool:

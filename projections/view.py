@@ -34,6 +34,7 @@ from projections.lineage import LineageProjector
 from projections.projector import Projection, Projector, fold
 from projections.reads import Queryable, SnapshotSource
 from projections.receipts import ReceiptProjector
+from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import check_allow_list, check_limit, check_memory_type, check_tags
 
 READ_ONLY = "this store is a read-only view of the log; writes are refused"
@@ -85,6 +86,11 @@ class MemoryView:
     def source_adapter(self) -> str | None:
         """The adapter stamped on writes that name none (a view writes nothing)."""
         return None
+
+    def trust_policy(self) -> MemoryTrustPolicy:
+        """The trust policy reads through this store are judged under when they are given
+        none: the environment's (`active_trust_policy`), read now."""
+        return active_trust_policy()
 
     def snapshot(self) -> AbstractContextManager[Queryable]:
         """A consistent read of the read model."""

@@ -45,6 +45,7 @@ from replay.operators import add_operator, list_operators, remove_operator
 from replay.proofs import ConsistencyProof, InclusionProof, Prover
 from replay.quarantine import quarantine, release
 from replay.rebuild import rebuild
+from replay.receipts import receipts
 from replay.timetravel import as_of
 from replay.transfer import export_log, import_legacy
 
@@ -211,6 +212,7 @@ class Ledger:
     diff = diff
     lineage = lineage
     blast_radius = blast_radius
+    receipts = receipts
     export = export_log
     operators = list_operators
 
