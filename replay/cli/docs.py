@@ -33,8 +33,10 @@ Every command takes `--db PATH`, `--dsn DSN` and `--json`, before or after its n
 def _contexts(
     command: click.Command, name: str, parent: click.Context | None
 ) -> Iterator[click.Context]:
-    """A context for `command` and, depth first in name order, for each of its subcommands."""
-    ctx = click.Context(command, info_name=name, parent=parent, terminal_width=WIDTH)
+    """A context for `command` and, depth first in name order, for each of its subcommands,
+    with the settings the command line gives them (`-h` and `--help`)."""
+    settings = {**command.context_settings, "terminal_width": WIDTH}
+    ctx = click.Context(command, info_name=name, parent=parent, **settings)
     yield ctx
     if isinstance(command, click.Group):
         for sub_name in command.list_commands(ctx):
