@@ -575,8 +575,8 @@ def test_the_command_says_how_to_install_the_sdk_when_it_is_missing(
 
 
 def test_readme_wires_each_agent_with_flags_the_command_takes() -> None:
-    """Every MCP client configuration in README runs `factledger mcp` with an identity the
-    command accepts."""
+    """Every MCP client configuration in README runs `factledger mcp`, by its absolute path,
+    with an identity the command accepts."""
     section = README.split("\n## Agents over MCP\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```(json|toml)\n(.*?)```", section, re.S)
     entries = [
@@ -590,7 +590,8 @@ def test_readme_wires_each_agent_with_flags_the_command_takes() -> None:
     ]
     assert {"json", "toml"} == {language for language, _ in blocks}
     for entry in entries:
-        assert ("factledger", "mcp") == (entry["command"], entry["args"][0])
+        assert ("factledger", "mcp") == (Path(entry["command"]).name, entry["args"][0])
+        assert Path(entry["command"]).is_absolute()
         context = agents.mcp.make_context("mcp", list(entry["args"][1:]))
         assert context.params["task_id"] and (
             context.params["adapter"] or context.params["operator"]
