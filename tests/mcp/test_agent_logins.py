@@ -30,11 +30,6 @@ CODEX = AgentIdentity(task_id="review-2", run_id="run-42", adapter="codex")
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def events(dsn: str) -> list[RecordedEvent]:
     with closing(open_log(dsn, read_only=True)) as log:
         return list(log.read())

@@ -4,7 +4,6 @@ prompt text itself from `recall`, and a `tags` tool that lists what to ask for."
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,25 +14,9 @@ from projections import AgentIdentity, CrossTaskKB, SQLiteMemoryStore
 from replay.cli import main
 from replay.cli.agents import UNNAMED_DB
 from replay.mcp import build_server
-from tests.mcp.test_server import AGENT, ATTACKER, POISON, call, events, refused, text_of
+from tests.mcp.test_server import ATTACKER, POISON, call, events, refused, text_of
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "memory.db"
-
-
-@pytest.fixture
-async def agent(db: Path) -> AsyncIterator[Client]:
-    async with Client(build_server(db, AGENT), mode="legacy") as client:
-        yield client
 
 
 @pytest.fixture

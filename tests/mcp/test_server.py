@@ -46,22 +46,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "memory.db"
-
-
-@pytest.fixture
-async def agent(db: Path) -> AsyncIterator[Client]:
-    async with Client(build_server(db, AGENT), mode="legacy") as client:
-        yield client
-
-
-@pytest.fixture
 async def attacker(db: Path) -> AsyncIterator[Client]:
     async with Client(build_server(db, ATTACKER), mode="legacy") as client:
         yield client
