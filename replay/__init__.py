@@ -19,6 +19,7 @@ from replay.errors import (
 )
 from replay.forensics import (
     BlastRadius,
+    BlastSummary,
     Exposure,
     LiveEntry,
     LiveFact,
@@ -84,6 +85,7 @@ __all__ = [
     "Blame",
     "BlameLine",
     "BlastRadius",
+    "BlastSummary",
     "CacheChoiceError",
     "Checkpoint",
     "CheckpointSummary",

@@ -254,7 +254,11 @@ def list_(
             show=reading.shown_as_stored,
         )
     session.emit_rows(
-        reader.marked(found.shown, found.trust), (*ENTRY_COLUMNS, TRUST), "no entries"
+        reader.marked(found.shown, found.trust),
+        (*ENTRY_COLUMNS, TRUST),
+        "no entries",
+        limit=limit,
+        truncated=found.more,
     )
     if found.more:
         output.note(f"showing the newest {limit} entries; older ones match (--limit N shows more)")
