@@ -66,8 +66,8 @@ def pg() -> None:
 @operator_key_option
 @click.pass_obj
 def init(session: Session, role_prefix: str, operator_key: str | None) -> int:
-    """Create the log's schema and its owner, writer and reader roles (PUBLIC gets nothing),
-    its first event registering --operator-key FILE.
+    """Create the log's schema, its owner, writer and reader roles (PUBLIC gets nothing),
+    and its first event, which registers the key in --operator-key FILE.
 
     Agent logins (pg add-agent) can write nothing until the log has an operator key, and can
     never write operator actions. Run it as a role that may create roles and schemas. Safe
