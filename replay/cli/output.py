@@ -186,6 +186,7 @@ class Bar:
 
     def phase(self, label: str) -> None:
         self._progress.reset(self._task, total=None, description=label)
+        self._progress.refresh()
 
 
 @contextlib.contextmanager

@@ -222,6 +222,24 @@ def test_progress_shows_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
         assert drawn == bool(stream.getvalue())
 
 
+def test_a_phase_relabels_the_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each `bar.phase(name)` shows the new phase's name on a terminal at once."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    monkeypatch.setattr("sys.stderr", stream)
+    with progress("verified") as bar:
+        bar(10, 10)
+        bar.phase("refolding")
+        bar(3, 10)
+        bar.phase("comparing")
+    drawn = stream.getvalue()
+    assert "verified" in drawn and "refolding" in drawn and "comparing" in drawn
+
+
 def test_logging_goes_to_stderr_and_is_put_back(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """During a command, warnings go to stderr with their fields; afterwards the logging
     configuration is as it was."""
