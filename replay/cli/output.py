@@ -185,7 +185,8 @@ class Bar:
         self._progress.update(self._task, completed=done, total=total)
 
     def phase(self, label: str) -> None:
-        self._progress.reset(self._task, total=None, description=label)
+        self._progress.remove_task(self._task)
+        self._task = self._progress.add_task(label, total=None)
         self._progress.refresh()
 
 
