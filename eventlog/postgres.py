@@ -131,9 +131,11 @@ def translate(exc: psycopg.Error, action: str, where: str) -> FactledgerError:
     Lock timeouts, deadlocks and serialization failures are `LogBusyError`; a missing
     privilege, a refusal by the log's triggers and failed authentication are
     `PermissionDeniedError`; everything else is a `StorageError` keeping the server's message.
+    Only the server's primary message is kept: never its CONTEXT (the trigger's source
+    lines), DETAIL or HINT.
     """
     state = exc.sqlstate or ""
-    text = str(exc).strip()
+    text = (exc.diag.message_primary or str(exc)).strip()
     if state in _BUSY_STATES:
         return LogBusyError(f"cannot {action} {where}: other writers held it too long ({text})")
     if state == "42501" or state.startswith("28"):
@@ -863,6 +865,44 @@ def add_agent(
 
     _administer(dsn, bind, "add an agent to")
     log.info("log_agent_added", role=role, adapter=adapter)
+
+
+class RemovedAgent(NamedTuple):
+    """What `remove_agent` did: the adapter the role was bound to, and the open sessions of
+    the role it ended."""
+
+    adapter: str
+    sessions_ended: int
+
+
+def remove_agent(
+    dsn: str, role: str, *, role_prefix: str = schema.DEFAULT_ROLE_PREFIX
+) -> RemovedAgent:
+    """Remove agent login `role`: it may no longer log in (its password is dropped), it
+    leaves the writer role, and its open sessions are ended. Its binding and every event it
+    wrote stay in the log. A role that is no agent of the log, unknown, or already removed
+    is `InvalidInputError`, and nothing changes."""
+    names = schema.roles(role_prefix)
+    removed: list[RemovedAgent] = []
+
+    def unbind(conn: Connection, name: str) -> None:
+        with conn.transaction():
+            schema.serialize_administration(conn)
+            adapter = schema.unbind_agent(conn, name, role, names)
+        removed.append(RemovedAgent(adapter, schema.end_sessions(conn, role)))
+
+    _administer(dsn, unbind, "remove an agent from")
+    log.info("log_agent_removed", role=role, sessions_ended=removed[0].sessions_ended)
+    return removed[0]
+
+
+def setup(dsn: str, *, role_prefix: str = schema.DEFAULT_ROLE_PREFIX) -> schema.Setup:
+    """How the log at `dsn` is set up: its head, its group roles, and each agent login with
+    its adapter and whether it can still connect and write. Only reads."""
+    names = schema.roles(role_prefix)
+    found: list[schema.Setup] = []
+    _administer(dsn, lambda conn, name: found.append(schema.setup(conn, name, names)), "read")
+    return found[0]
 
 
 def _administer(dsn: str, work: Callable[[Connection, str], None], action: str) -> None:

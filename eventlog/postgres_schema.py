@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
+import msgspec
 import psycopg
 from psycopg import sql
 
@@ -225,6 +226,64 @@ _SQL_BINDING = "SELECT adapter FROM {schema}.agents WHERE role = %s"
 _SQL_BIND = "INSERT INTO {schema}.agents (role, adapter) VALUES (%s, %s)"
 _SQL_CREATE_AGENT = "CREATE ROLE {role} LOGIN IN ROLE {writer}"
 _SQL_CREATE_AGENT_WITH_PASSWORD = "CREATE ROLE {role} LOGIN PASSWORD {password} IN ROLE {writer}"
+_SQL_LOGIN_STATE = (
+    "SELECT r.rolcanlogin, coalesce(array_agg(g.rolname) FILTER (WHERE g.rolname IS NOT NULL),"
+    " '{}') FROM pg_catalog.pg_roles r"
+    " LEFT JOIN pg_catalog.pg_auth_members m ON m.member = r.oid"
+    " LEFT JOIN pg_catalog.pg_roles g ON g.oid = m.roleid"
+    " WHERE r.rolname = %s GROUP BY r.rolcanlogin"
+)
+_SQL_NO_LOGIN = "ALTER ROLE {role} NOLOGIN PASSWORD NULL"
+_SQL_REVOKE_GROUP = "REVOKE {group} FROM {role}"
+_SQL_END_SESSIONS = (
+    "SELECT count(*) FILTER (WHERE pg_catalog.pg_terminate_backend(pid))"
+    " FROM pg_catalog.pg_stat_activity WHERE usename = %s AND pid <> pg_catalog.pg_backend_pid()"
+)
+_SQL_AGENTS = (
+    "SELECT a.role, a.adapter, r.oid IS NOT NULL, coalesce(r.rolcanlogin, false),"
+    " EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members m"
+    " JOIN pg_catalog.pg_roles g ON g.oid = m.roleid"
+    " WHERE m.member = r.oid AND g.rolname = %s)"
+    " FROM {schema}.agents a LEFT JOIN pg_catalog.pg_roles r ON r.rolname = a.role"
+    " ORDER BY a.role"
+)
+_SQL_META_ALL = "SELECT name, value FROM {schema}.meta"
+_SQL_HEAD = "SELECT position, chain_hash FROM {schema}.head"
+
+
+class AgentLogin(msgspec.Struct, frozen=True, kw_only=True):
+    """An agent login of the log, as the database holds it."""
+
+    role: str
+    adapter: str
+    """The one adapter its events may name (the binding stays when the agent is removed)."""
+    state: str
+    """`active` (it can connect and write), `removed` (no login, no writer role: pg
+    remove-agent), `partial` (one of the two taken away by hand) or `dropped` (no such role)."""
+    login: bool
+    """Whether the role may log in."""
+    writer: bool
+    """Whether it is a member of the writer role (may append)."""
+
+
+class GroupRole(msgspec.Struct, frozen=True, kw_only=True):
+    """One of the log's three group roles, and whether it exists."""
+
+    kind: str
+    name: str
+    exists: bool
+
+
+class Setup(msgspec.Struct, frozen=True, kw_only=True):
+    """How a PostgreSQL log is set up: its schema, head, group roles and agent logins."""
+
+    schema: str
+    log_id: str
+    format: str
+    head_position: int
+    head_chain_hash: str
+    roles: list[GroupRole]
+    agents: list[AgentLogin]
 
 
 class Roles(NamedTuple):
@@ -372,10 +431,16 @@ def bind_agent(
         raise InvalidInputError(
             f"role {role} is bound to adapter {row[0]!r}; a binding is never changed"
         )
-    if _role_exists(conn, role):
+    state = _login_state(conn, role)
+    if state is not None:
         if row is None:
             raise InvalidInputError(
                 f"role {role} already exists and is not an agent of this log; "
+                "choose a new name for the agent"
+            )
+        if not state[0]:
+            raise InvalidInputError(
+                f"role {role} was removed (pg remove-agent) and is never restored; "
                 "choose a new name for the agent"
             )
         return
@@ -395,3 +460,80 @@ def bind_agent(
 def _role_exists(conn: psycopg.Connection[Any], name: str) -> bool:
     row = conn.execute(_SQL_ROLE_EXISTS, (name,)).fetchone()
     return bool(row and row[0])
+
+
+def unbind_agent(conn: psycopg.Connection[Any], schema: str, role: str, names: Roles) -> str:
+    """Take away agent login `role`'s login, password and group roles, in the caller's open
+    transaction; its binding and every event it wrote stay. Return its adapter."""
+    check_name("role", role)
+    if not has_log(conn, schema):
+        raise StorageError(f"schema {schema} holds no factledger log")
+    row = conn.execute(render(_SQL_BINDING, schema), (role,)).fetchone()
+    state = _login_state(conn, role)
+    if row is None:
+        what = "no role of that name exists" if state is None else "it is no agent login"
+        raise InvalidInputError(
+            f"role {role} is not an agent of the log in schema {schema} ({what}): "
+            "pg remove-agent removes only logins made by pg add-agent"
+        )
+    adapter = str(row[0])
+    if state is None:
+        raise InvalidInputError(
+            f"role {role} (adapter {adapter}) no longer exists: it cannot connect; "
+            "nothing to remove"
+        )
+    login, groups = state
+    held = [name for name in names if name in groups]
+    if not login and not held:
+        raise InvalidInputError(
+            f"role {role} (adapter {adapter}) was already removed: it cannot log in or write"
+        )
+    conn.execute(render(_SQL_NO_LOGIN, schema, role=role))
+    for group in held:
+        conn.execute(render(_SQL_REVOKE_GROUP, schema, group=group, role=role))
+    return adapter
+
+
+def end_sessions(conn: psycopg.Connection[Any], role: str) -> int:
+    """End every open session of `role`; return how many were ended."""
+    row = conn.execute(_SQL_END_SESSIONS, (role,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def setup(conn: psycopg.Connection[Any], schema: str, names: Roles) -> Setup:
+    """The log in `schema` as the catalog and its tables describe it."""
+    if not has_log(conn, schema):
+        raise StorageError(f"schema {schema} holds no factledger log (run pg init)")
+    meta = dict(conn.execute(render(_SQL_META_ALL, schema)).fetchall())
+    head = conn.execute(render(_SQL_HEAD, schema)).fetchone()
+    assert head is not None
+    agents = conn.execute(render(_SQL_AGENTS, schema), (names.writer,)).fetchall()
+    return Setup(
+        schema=schema,
+        log_id=str(meta.get("log_id", "")),
+        format=str(meta.get("format", "")),
+        head_position=int(head[0]),
+        head_chain_hash=bytes(head[1]).hex(),
+        roles=[
+            GroupRole(kind=kind, name=name, exists=_role_exists(conn, name))
+            for kind, name in names._asdict().items()
+        ],
+        agents=[
+            AgentLogin(role=r, adapter=a, state=_state(e, lg, w), login=lg, writer=w)
+            for r, a, e, lg, w in agents
+        ],
+    )
+
+
+def _state(exists: bool, login: bool, writer: bool) -> str:
+    if not exists:
+        return "dropped"
+    if login and writer:
+        return "active"
+    return "partial" if login or writer else "removed"
+
+
+def _login_state(conn: psycopg.Connection[Any], role: str) -> tuple[bool, list[str]] | None:
+    """Whether `role` may log in and the roles it is a member of; None if it does not exist."""
+    row = conn.execute(_SQL_LOGIN_STATE, (role,)).fetchone()
+    return None if row is None else (bool(row[0]), list(row[1]))

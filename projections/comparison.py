@@ -22,14 +22,14 @@ checkpoint table edited. The log's file is only read.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from eventlog import Head, LogSnapshot, SQLiteEventLog, chain_at
+from eventlog import Head, LogSnapshot, RecordedEvent, SQLiteEventLog, chain_at
 from eventlog.chain import genesis
 from projections import sql
 from projections.database import ScratchDatabase, in_log_file
@@ -105,11 +105,22 @@ def compare_tables(
     return comparisons
 
 
-def read_model_drift(event_log: SQLiteEventLog) -> DriftReport:
+REPORT_EVERY = 1 << 14
+"""Events refolded between progress reports."""
+
+
+def read_model_drift(
+    event_log: SQLiteEventLog,
+    *,
+    progress: Callable[[int, int], object] | None = None,
+    phase: Callable[[str], object] | None = None,
+) -> DriftReport:
     """Compare every projector's tables in the log's file with the log refolded up to that
     projector's checkpoint, in one read of the file, naming the rows of each table that
     differs; a projector that cannot be compared is drift. The refold goes to a temporary
-    file outside the log's directory; the log's file is only read."""
+    file outside the log's directory; the log's file is only read. `phase('refolding')`
+    and `phase('comparing')` are called as each begins, `progress(position, last)` while
+    refolding."""
     live = in_log_file(event_log)
     with event_log.snapshot() as snap:
         drift, groups = _checkpoint_drift(live, snap, event_log.log_id, deep=True)
@@ -117,8 +128,13 @@ def read_model_drift(event_log: SQLiteEventLog) -> DriftReport:
         compared: list[str] = []
         for at, projectors in groups.items():
             with ScratchDatabase.beside(Path(tempfile.gettempdir()) / "factledger") as fresh:
+                if phase is not None:
+                    phase("refolding")
                 with fresh.bulk():
-                    fold(fresh, projectors, snap.read(until=at.position))
+                    events = snap.read(until=at.position)
+                    fold(fresh, projectors, _reported(events, at.position, progress))
+                if phase is not None:
+                    phase("comparing")
                 tables = [t for p in projectors for t in p.tables]
                 for table in compare_tables(table_digests(live, tables), fresh, tables):
                     compared.append(table.table)
@@ -129,6 +145,19 @@ def read_model_drift(event_log: SQLiteEventLog) -> DriftReport:
                         if len(drift) < SHOWN_DRIFT:
                             drift.append(found)
     return DriftReport(compared=compared, differences=differences, drift=drift)
+
+
+def _reported(
+    events: Iterable[RecordedEvent], last: int, progress: Callable[[int, int], object] | None
+) -> Iterator[RecordedEvent]:
+    """`events`, calling `progress(position, last)` every `REPORT_EVERY` events and at the end."""
+    position = 0
+    for position, event in enumerate(events, start=1):
+        if progress is not None and position % REPORT_EVERY == 0:
+            progress(event.position, last)
+        yield event
+    if progress is not None and position:
+        progress(last, last)
 
 
 def _checkpoint_drift(

@@ -24,6 +24,7 @@ from replay.errors import (
 )
 from replay.forensics import (
     BlastRadius,
+    BlastSummary,
     Exposure,
     LiveEntry,
     LiveFact,
@@ -89,6 +90,7 @@ __all__ = [
     "Blame",
     "BlameLine",
     "BlastRadius",
+    "BlastSummary",
     "CacheChoiceError",
     "Checkpoint",
     "CheckpointSummary",

@@ -50,6 +50,8 @@ BATCH = 1 << 14
 
 Progress = Callable[[int, int], object]
 """Called as `progress(done, total)` while a walk runs."""
+Phase = Callable[[str], object]
+"""Called as `phase(name)` when the next phase of a long check begins."""
 
 AuditProblem = Problem
 """What `verify` found wrong: a row that fails, the log held to the checkpoint (`other_log`,
@@ -99,13 +101,18 @@ def verify(
     checkpoint: Checkpoint | None = None,
     progress: Progress | None = None,
     deep: bool = False,
+    phase: Phase | None = None,
 ) -> AuditReport:
     """Re-hash every row of the log and report the first failure; with a `checkpoint`, also
     fail unless the log still extends it; with `deep`, also fail unless every projection in
-    the log's file equals the log refolded. Only reads."""
+    the log's file equals the log refolded. Only reads. `progress(done, total)` reports each
+    phase's work, `phase(name)` the start of each after the first (with `deep`:
+    'refolding', then 'comparing')."""
     _check_checkpoint(checkpoint)
     if progress is not None and not callable(progress):
         raise InvalidTypeError("progress must be callable as progress(done, total)")
+    if phase is not None and not callable(phase):
+        raise InvalidTypeError("phase must be callable as phase(name)")
     if not isinstance(deep, bool):
         raise InvalidTypeError(f"deep must be a bool, not {type(deep).__name__}")
     event_log = ledger.event_log
@@ -130,7 +137,7 @@ def verify(
     verdict = _judge(report, walked, checkpoint, tree_size)
     if not verdict.ok or not isinstance(event_log, SQLiteEventLog):
         return verdict
-    return _held_to_read_model(event_log, verdict, deep=deep)
+    return _held_to_read_model(event_log, verdict, deep=deep, progress=progress, phase=phase)
 
 
 def log_missing(missing: LogMissingError, checkpoint: Checkpoint | None) -> AuditReport:
@@ -163,12 +170,17 @@ def _check_checkpoint(checkpoint: object) -> None:
 
 
 def _held_to_read_model(
-    event_log: SQLiteEventLog, verdict: AuditReport, *, deep: bool
+    event_log: SQLiteEventLog,
+    verdict: AuditReport,
+    *,
+    deep: bool,
+    progress: Progress | None,
+    phase: Phase | None,
 ) -> AuditReport:
     """`verdict` (a log that verified), failed if the read model in its file shows drift:
     checkpoints the log does not bear out, or with `deep` any row unlike the refold."""
     if deep:
-        compared = read_model_drift(event_log)
+        compared = read_model_drift(event_log, progress=progress, phase=phase)
     else:
         drift = checkpoint_drift(event_log)
         compared = DriftReport(compared=[], differences=len(drift), drift=drift)

@@ -135,6 +135,21 @@ class Exposure(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None
 
 
+class BlastSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """The size of a blast radius, counted before its details."""
+
+    events: int
+    """Events the suspect wrote (its reads aside)."""
+    live: int
+    """Current facts and visible memory entries those events set."""
+    prompts_reached: int
+    """Prompt builds (recall receipts) that included one of them."""
+    descendants: int
+    """Writes derived from them, at every level followed."""
+    quarantined: int
+    """Of the suspect's events, those a quarantine now covers."""
+
+
 class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
     """What a suspect wrote, what of it is live, what it replaced, and which prompts it reached."""
 
@@ -143,6 +158,7 @@ class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
     positions: tuple[int, ...]
     since_position: int
     head_position: int
+    summary: BlastSummary
     events: list[SuspectEvent]
     """Everything the suspect did but read: every kind of event except recall receipts."""
     live_facts: list[LiveFact]
@@ -207,15 +223,27 @@ def blast_radius(
         suspects = [e.position for e in events]
         suspect_set = set(suspects)
         touching = inquiries.receipts_touching(model, suspects)
+        live_facts = [_live_fact(r) for r in inquiries.live_facts(model, suspects)]
+        live_entries = [_live_entry(r) for r in inquiries.live_entries(model, suspects)]
+        exposed = [_exposure(r) for r in touching if r.included]
+        descendants = descendant_levels(snap, model, suspects, bound)
+        summary = BlastSummary(
+            events=len(events),
+            live=len(live_facts) + len(live_entries),
+            prompts_reached=len({e.receipt_position for e in exposed}),
+            descendants=sum(len(level) for level in descendants),
+            quarantined=len(inquiries.quarantined_among(model, suspects)),
+        )
         return BlastRadius(
             source_adapter=adapter,
             producer_task_id=producer,
             positions=chosen,
             since_position=since,
             head_position=head,
+            summary=summary,
             events=events,
-            live_facts=[_live_fact(r) for r in inquiries.live_facts(model, suspects)],
-            live_entries=[_live_entry(r) for r in inquiries.live_entries(model, suspects)],
+            live_facts=live_facts,
+            live_entries=live_entries,
             overwritten=[
                 _replacement(r)
                 for r in inquiries.replaced_by(model, suspects)
@@ -226,10 +254,10 @@ def blast_radius(
                 for r in inquiries.replaced_later(model, suspects)
                 if r.other_position not in suspect_set
             ],
-            exposed=[_exposure(r) for r in touching if r.included],
+            exposed=exposed,
             shielded=[_exposure(r) for r in touching if not r.included],
             held=[held_version(r) for r in conflicts.held_versions(model, suspects)],
-            descendants=descendant_levels(snap, model, suspects, bound),
+            descendants=descendants,
             receipts=receipts,
         )
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar
 
 from eventlog import LogMissingError
-from replay.audit import AuditReport, Progress, log_missing
+from replay.audit import AuditReport, Phase, Progress, log_missing
 from replay.checkpoints import Checkpoint
 from replay.ledger import Ledger
 from replay.rebuild import Progress as RebuildProgress
@@ -55,6 +55,7 @@ def verify(
     checkpoint: Checkpoint | None = None,
     progress: Progress | None = None,
     deep: bool = False,
+    phase: Phase | None = None,
 ) -> AuditReport:
     """`Ledger.verify` on the log at `path_or_dsn`, opened read-only for this call. A file
     holding a log's remains, or none where `checkpoint` says one was, is reported as
@@ -64,7 +65,7 @@ def verify(
     except LogMissingError as missing:
         return log_missing(missing, checkpoint)
     with ledger:
-        return ledger.verify(checkpoint=checkpoint, progress=progress, deep=deep)
+        return ledger.verify(checkpoint=checkpoint, progress=progress, deep=deep, phase=phase)
 
 
 def rebuild(

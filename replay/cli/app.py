@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import msgspec
 
 from eventlog import (
     BoundLog,
@@ -205,14 +206,36 @@ class Session:
         else:
             output.show(value)
 
-    def emit_rows(self, rows: Sequence[Any], columns: Sequence[str], empty: str) -> None:
-        """Print rows as JSON with --json, else as a table of `columns` (or `empty`)."""
+    def emit_rows(
+        self,
+        rows: Sequence[Any],
+        columns: Sequence[str],
+        empty: str,
+        *,
+        limit: int | None = None,
+        truncated: bool = False,
+    ) -> None:
+        """Print rows as JSON with --json (`{"rows": [...], "limit": N, "truncated": bool}`,
+        `limit` null when the command takes none), else as a table of `columns` (or
+        `empty`)."""
         if self.as_json:
-            output.show_json(rows)
+            output.show_json({"rows": rows, "limit": limit, "truncated": truncated})
         elif rows:
             output.show(rows, columns)
         else:
             output.say(empty)
+
+    def emit_cut(self, value: msgspec.Struct, limit: int, *, newest: Sequence[str] = ()) -> None:
+        """Print a report whose lists are cut to `limit` rows (`output.cut`): with --json its
+        fields and `"limit": N, "truncated": bool`, else readably, saying on stderr which
+        lists were cut."""
+        shown, cuts = output.cut(value, limit, newest=newest)
+        if self.as_json:
+            fields = msgspec.structs.asdict(shown)
+            output.show_json({**fields, "limit": limit, "truncated": bool(cuts)})
+        else:
+            output.show(shown)
+        output.note_cut(cuts)
 
 
 def fail(message: str, *, code: int = EXIT_ERROR) -> int:

@@ -65,7 +65,7 @@ def verify_(session: Session, taken: str | None, pub: str | None, deep: bool) ->
             )
     db = session.log_dsn() or (session.db if held is not None else session.existing_db())
     with output.progress("verified") as progress:
-        report = verify(db, checkpoint=held, progress=progress, deep=deep)
+        report = verify(db, checkpoint=held, progress=progress, deep=deep, phase=progress.phase)
     session.emit(report)
     if not report.ok:
         return EXIT_TAMPERED

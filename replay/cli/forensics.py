@@ -71,9 +71,7 @@ def blast_radius_(
             since_position=since,
             depth=depth,
         )
-    shown, cuts = output.cut(radius, limit)
-    session.emit(shown)
-    output.note_cut(cuts)
+    session.emit_cut(radius, limit)
     return EXIT_OK
 
 

@@ -24,7 +24,6 @@ from projections.internal import (
     SCOPES,
     reading,
 )
-from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
 from replay.cli.memory import (
     ENTRY_COLUMNS,
@@ -85,9 +84,7 @@ def history_(
     with reader.judging_store() as store:
         how = reader.reading(store, show_all)
         marked = trusted_history(found, store, how, tags=_tags(tag))
-    shown, cuts = output.cut(marked, limit, newest=("versions",))
-    session.emit(shown)
-    output.note_cut(cuts)
+    session.emit_cut(marked, limit, newest=("versions",))
     reader.kept_out(marked.kept_out, show_all)
     return EXIT_OK
 
@@ -148,9 +145,7 @@ def diff_(
         found = ledger.diff(from_position, to_position, tag=tag)
     with reader.judging_store() as store:
         marked = trusted_diff(found, store, reader.reading(store, show_all))
-    shown, cuts = output.cut(marked, limit)
-    session.emit(shown)
-    output.note_cut(cuts)
+    session.emit_cut(marked, limit)
     reader.kept_out(marked.kept_out, show_all)
     return EXIT_OK
 
@@ -191,7 +186,9 @@ def as_of_(
             kb = CrossTaskKB(view, run_id=reader.identity.run_id)
             rows: list[Any] = list(kb.subscribe(tag, scope=scope))
         else:
-            rows = view.list(limit=limit)
+            rows = view.list(limit=limit + 1)
+    truncated = not tag and len(rows) > limit
+    rows = rows if tag else rows[:limit]
     with reader.judging_store() as store:
         found = reading.read(
             store,
@@ -209,7 +206,13 @@ def as_of_(
             "no entries then",
         )
     )
-    session.emit_rows(reader.marked(found.shown, found.trust), (*columns, TRUST), empty)
+    session.emit_rows(
+        reader.marked(found.shown, found.trust),
+        (*columns, TRUST),
+        empty,
+        limit=None if tag else limit,
+        truncated=truncated,
+    )
     reader.kept_out(len(found.kept_out), show_all)
     return EXIT_OK
 

@@ -106,15 +106,17 @@ class CommandReader:
             for row, verdict in zip(rows, trust, strict=True)
         ]
 
-    def kept_out(self, count: int, show_all: bool) -> None:
-        """Say on stderr how many rows an agent's trusted-only read kept out."""
+    def kept_out(self, count: int, show_all: bool, *, offers_all: bool = True) -> None:
+        """Say on stderr how many rows an agent's trusted-only read kept out (and, where the
+        command `offers_all`, that --all shows them)."""
         if not self.is_agent or show_all:
             return
         rows = "row" if count == 1 else "rows"
+        hint = "; --all shows every row, marked" if offers_all else ""
         output.note(
             f"kept out {count} {rows} the trust policy does not trust for adapter "
             f"{self.identity.adapter} ({environment.TRUST_ADAPTERS.source()} names the "
-            "adapters it trusts; --all shows every row, marked)"
+            f"adapters it trusts{hint})"
         )
 
 
@@ -197,7 +199,7 @@ def tags_(session: Session, scope: str) -> int:
         output.say(f"no tags ({scope} scope)")
     if listing.truncated:
         output.note("the listing was cut: it reads at most 1000 tags, 1000 entries, 200 keys a tag")
-    reader.kept_out(listing.kept_out, False)
+    reader.kept_out(listing.kept_out, False, offers_all=False)
     return EXIT_OK
 
 
@@ -285,7 +287,11 @@ def list_(
             show=reading.shown_as_stored,
         )
     session.emit_rows(
-        reader.marked(found.shown, found.trust), (*ENTRY_COLUMNS, TRUST), "no entries"
+        reader.marked(found.shown, found.trust),
+        (*ENTRY_COLUMNS, TRUST),
+        "no entries",
+        limit=limit,
+        truncated=found.more,
     )
     if found.more:
         output.note(f"showing the newest {limit} entries; older ones match (--limit N shows more)")

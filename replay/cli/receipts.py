@@ -44,7 +44,13 @@ def receipts_(
     with session.ledger() as ledger:
         found = ledger.receipts(task_id=task_id, run_id=run_id, after=after, limit=limit + 1)
     shown = found[:limit]
-    session.emit_rows([_row(receipt) for receipt in shown], RECEIPT_COLUMNS, "no receipts")
+    session.emit_rows(
+        [_row(receipt) for receipt in shown],
+        RECEIPT_COLUMNS,
+        "no receipts",
+        limit=limit,
+        truncated=len(found) > limit,
+    )
     if len(found) > limit:
         output.note(
             f"showing the first {limit} receipts; more follow (--after {shown[-1].position})"

@@ -23,6 +23,11 @@ class Result(NamedTuple):
     def json(self) -> Any:
         return json.loads(self.out)
 
+    def rows(self) -> list[Any]:
+        """The rows of a list command's JSON (`{"rows": [...], "limit": N, "truncated": b}`)."""
+        rows: list[Any] = self.json()["rows"]
+        return rows
+
 
 @pytest.fixture(autouse=True)
 def plain_terminal_in_tmp_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:

@@ -77,7 +77,7 @@ def test_an_agent_reads_through_a_new_host_cache(
     version, and a receipt under codex."""
     monkeypatch.setenv("FACTLEDGER_ADAPTER", "codex")
     read = cli("query", "--tag", "api", "--json", "--dsn", pg.dsn, db_path=str(tmp_path / "NEW.db"))
-    assert (0, ["{name: str}"]) == (read.code, [f["value"] for f in read.json()]), read.err
+    assert (0, ["{name: str}"]) == (read.code, [f["value"] for f in read.rows()]), read.err
     receipt = events(pg.dsn)[-1]
     assert isinstance(receipt.payload, RecallRecorded)
     assert ("review-2", "codex", (2,)) == (

@@ -46,7 +46,7 @@ def test_an_agents_query_sees_the_newest_trusted_version_and_is_told_what_was_ke
     as_agent(monkeypatch)
     read = mixed("query", "--tag", "api", "--json")
     assert [("{name: str}", 1, "trusted")] == [
-        (f["value"], f["position"], f["trust"]) for f in read.json()
+        (f["value"], f["position"], f["trust"]) for f in read.rows()
     ]
     assert "kept out 1 row the trust policy does not trust for adapter codex" in read.err
     assert "--all shows every row" in read.err
@@ -65,10 +65,10 @@ def test_all_shows_every_row_marked_with_its_trust(
     as_agent(monkeypatch)
     read = mixed("query", "--tag", "api", "--all", "--json")
     assert [("POISON", "evil-cli", "untrusted_adapter")] == [
-        (f["value"], f["source_adapter"], f["trust"]) for f in read.json()
+        (f["value"], f["source_adapter"], f["trust"]) for f in read.rows()
     ]
     assert "" == read.err
-    listed = mixed("list", "--tag", "tips", "--all", "--json").json()
+    listed = mixed("list", "--tag", "tips", "--all", "--json").rows()
     assert [(5, "trusted"), (4, "untrusted_adapter"), (3, "trusted")] == [
         (e["id"], e["trust"]) for e in listed
     ]
@@ -76,7 +76,7 @@ def test_all_shows_every_row_marked_with_its_trust(
 
 def test_an_operator_sees_every_row_marked(mixed: Cli) -> None:
     """No adapter in the environment: every row, each marked under the active policy."""
-    listed = mixed("list", "--json").json()
+    listed = mixed("list", "--json").rows()
     assert [
         (5, "untrusted_adapter"),
         (4, "untrusted_adapter"),
@@ -95,7 +95,7 @@ def test_an_agents_list_and_history_keep_foreign_rows_out(
     evil-cli's); history the trusted versions; each says on stderr how many it kept out."""
     as_agent(monkeypatch)
     listed = mixed("list", "--json")
-    assert [5, 3] == [e["id"] for e in listed.json()]
+    assert [5, 3] == [e["id"] for e in listed.rows()]
     assert "kept out 2 rows" in listed.err
     assert "POISON" not in listed.out
     history = mixed("history", "--tag", "api", "--json")
@@ -114,7 +114,7 @@ def test_trusting_the_adapter_lets_an_agent_see_it(
     as_agent(monkeypatch)
     monkeypatch.setenv("FACTLEDGER_TRUST_ADAPTERS", "evil-cli")
     read = mixed("query", "--tag", "api", "--json")
-    assert [("POISON", "trusted")] == [(f["value"], f["trust"]) for f in read.json()]
+    assert [("POISON", "trusted")] == [(f["value"], f["trust"]) for f in read.rows()]
     assert "kept out 0 rows" in read.err
 
 
@@ -237,14 +237,14 @@ def test_a_shell_naming_another_task_under_its_own_adapter_taints_none_of_its_wr
     monkeypatch.setenv("FACTLEDGER_RUN_ID", "r1")
     monkeypatch.setenv("FACTLEDGER_ADAPTER", "evil-cli")
     forged = mixed("list", "--tag", "tips", "--json")
-    assert 4 in [e["position"] for e in forged.json()]
+    assert 4 in [e["position"] for e in forged.rows()]
     monkeypatch.setenv("FACTLEDGER_ADAPTER", "codex")
     assert 0 == mixed("add", "pages of 50", "--tag", "tips").code
     as_agent(monkeypatch)
     seen = mixed("list", "--tag", "tips", "--json")
     up = mixed("lineage", "7", "--up", "--json")
     radius = mixed("blast-radius", "--adapter", "evil-cli", "--json").json()
-    assert [7, 5, 3] == [e["position"] for e in seen.json()]
+    assert [7, 5, 3] == [e["position"] for e in seen.rows()]
     assert [] == up.json()["ancestors"]
     assert ([], [(6, "backend-7", True)]) == (
         radius["descendants"],

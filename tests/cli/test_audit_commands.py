@@ -111,7 +111,7 @@ def test_rebuild_reports_and_repairs_drift(populated: Cli, tmp_path: Path) -> No
     assert 0 == populated("rebuild", "--swap").code
     assert 0 == populated("rebuild").code
     assert ["Run tests with pytest -q"] == [
-        e["content"] for e in populated("list", "--type", "convention", "--json").json()
+        e["content"] for e in populated("list", "--type", "convention", "--json").rows()
     ]
 
 
@@ -123,7 +123,7 @@ def test_history_blame_diff_as_of(populated: Cli) -> None:
     assert [(3, "evil")] == [(f["position"], f["source_adapter"]) for f in blame["facts"]]
     changes = populated("diff", "2", "3", "--json").json()
     assert [3] == [c["by_position"] for c in changes["changed"]]
-    then = populated("as-of", "--position", "2", "--tag", "api-schema", "--json").json()
+    then = populated("as-of", "--position", "2", "--tag", "api-schema", "--json").rows()
     assert ["{name: str}"] == [f["value"] for f in then]
     assert 1 == populated("as-of", "--position", "99").code
     assert 1 == populated("as-of", "--at", "yesterday-ish").code

@@ -137,7 +137,7 @@ def test_init_on_a_legacy_file_imports_its_rows_signed(cli: Cli, tmp_path: Path)
         report["first_position"],
         report["last_position"],
     )
-    listed = cli("list", "--all", "--json", db_path=str(db)).json()
+    listed = cli("list", "--all", "--json", db_path=str(db)).rows()
     assert {("claude-code", "researcher-1"), (None, None)} == {
         (e["source_adapter"], e["task_id"]) for e in listed
     }

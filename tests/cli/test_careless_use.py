@@ -156,7 +156,7 @@ def test_content_comes_from_stdin_or_a_file_beyond_one_arguments_limit(
     with SQLiteMemoryStore(tmp_path / "cli.db") as store:
         contents = [e.content for e in store.list(limit=10)]
     assert big in contents and "from stdin\n" in contents
-    assert big == cli("query", "--tag", "t", "--raw", "--json").json()[0]["value"]
+    assert big == cli("query", "--tag", "t", "--raw", "--json").rows()[0]["value"]
 
 
 def test_content_over_the_limit_empty_or_blank_is_refused(cli: Cli, tmp_path: Path) -> None:
@@ -221,7 +221,7 @@ def test_long_outputs_are_cut_at_limit_and_say_so(
     changes = cli("diff", "0", "11", "--limit", "1", "--json")
     assert 1 == len(changes.json()["added"]) and "the first 1 of 4 added" in changes.err
     listed = cli("list", "--limit", "3", "--json")
-    assert 3 == len(listed.json()) and "showing the newest 3 entries" in listed.err
+    assert 3 == len(listed.rows()) and "showing the newest 3 entries" in listed.err
     assert "" == cli("list", "--limit", "50").err
     for args in (("history", "--limit", "0"), ("diff", "0", "1", "--limit", "-1")):
         assert "--limit" in one_line(cli(*args))
@@ -287,7 +287,7 @@ def test_a_bad_environment_value_is_named_by_its_variable(
     monkeypatch.setenv(variable, value)
     assert variable in one_line(cli(*args))
     monkeypatch.delenv(variable)
-    assert 1 == len(cli("list", "--json").json())
+    assert 1 == len(cli("list", "--json").rows())
 
 
 @pytest.mark.parametrize(

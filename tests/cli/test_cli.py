@@ -28,15 +28,15 @@ def test_share_then_query_round_trip(cli: Cli) -> None:
         shared.json()[k] for k in ("tag", "key", "scope", "position")
     )
     queried = cli("query", "--tag", "api-schema", "--json")
-    assert [("users", "{name: str}")] == [(f["key"], f["value"]) for f in queried.json()]
+    assert [("users", "{name: str}")] == [(f["key"], f["value"]) for f in queried.rows()]
     assert "users" in cli("query", "--tag", "api-schema").out
 
 
 def test_query_redacts_by_default_and_raw_shows_verbatim(cli: Cli) -> None:
     """query masks personal data unless --raw, in both text and JSON output."""
     cli("share", "contact", "mail bob@example.com or 555-123-4567", "--tag", "people")
-    redacted = cli("query", "--tag", "people", "--json").json()[0]["value"]
-    raw = cli("query", "--tag", "people", "--raw", "--json").json()[0]["value"]
+    redacted = cli("query", "--tag", "people", "--json").rows()[0]["value"]
+    raw = cli("query", "--tag", "people", "--raw", "--json").rows()[0]["value"]
     assert "mail [REDACTED] or [REDACTED]" == redacted
     assert "mail bob@example.com or 555-123-4567" == raw
     assert "bob@example.com" not in cli("query", "--tag", "people").out
@@ -83,7 +83,7 @@ def test_run_scope_uses_the_run_from_the_environment(
     monkeypatch.setenv("FACTLEDGER_RUN_ID", "run-a")
     cli("share", "k", "in a", "--tag", "t", "--scope", "run")
     monkeypatch.setenv("FACTLEDGER_RUN_ID", "run-b")
-    assert [] == cli("query", "--tag", "t", "--scope", "run", "--json").json()
+    assert [] == cli("query", "--tag", "t", "--scope", "run", "--json").rows()
 
 
 def test_add_list_remove(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,13 +94,13 @@ def test_add_list_remove(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     )
     monkeypatch.delenv("FACTLEDGER_ADAPTER")
     cli("add", "pytest -q", "--tag", "tests")
-    entries = cli("list", "--json").json()
+    entries = cli("list", "--json").rows()
     assert [("pytest -q", None), ("use ruff", "codex")] == [
         (e["content"], e["source_adapter"]) for e in entries
     ]
-    assert ["use ruff"] == [e["content"] for e in cli("list", "--tag", "lint", "--json").json()]
+    assert ["use ruff"] == [e["content"] for e in cli("list", "--tag", "lint", "--json").rows()]
     assert ["use ruff"] == [
-        e["content"] for e in cli("list", "--adapter", "codex", "--json").json()
+        e["content"] for e in cli("list", "--adapter", "codex", "--json").rows()
     ]
     assert 0 == cli("remove", "1").code
     missing = cli("remove", "1")
@@ -172,9 +172,9 @@ def test_forensics_commands(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
         [r["other_position"] for r in radius["overwritten"]],
     )
     held = cli("quarantine", "--adapter", "evil", "--reason", "poisoned", "--json").json()
-    assert ["good"] == [f["value"] for f in cli("query", "--tag", "api", "--json").json()]
+    assert ["good"] == [f["value"] for f in cli("query", "--tag", "api", "--json").rows()]
     cli("release", str(held["quarantine_position"]), "--reason", "false alarm")
-    assert ["POISON"] == [f["value"] for f in cli("query", "--tag", "api", "--json").json()]
+    assert ["POISON"] == [f["value"] for f in cli("query", "--tag", "api", "--json").rows()]
 
 
 def test_export_and_import_legacy(cli: Cli, tmp_path: Path) -> None:
@@ -294,9 +294,9 @@ def test_db_and_json_go_before_or_after_the_command(
     first, second = str(tmp_path / "first.db"), str(tmp_path / "second.db")
     assert 0 == cli("--db", first, "add", "before", db_path=None).code
     assert 0 == cli("--db", first, "add", "both", "--db", second, db_path=None).code
-    listed = cli("--db", first, "--json", "list", db_path=None).json()
+    listed = cli("--db", first, "--json", "list", db_path=None).rows()
     assert ["before"] == [entry["content"] for entry in listed]
-    assert ["both"] == [entry["content"] for entry in cli("list", "--json", db_path=second).json()]
+    assert ["both"] == [entry["content"] for entry in cli("list", "--json", db_path=second).rows()]
     monkeypatch.setenv("FACTLEDGER_DB", first)
     assert "before" in cli("list", db_path=None).out
 

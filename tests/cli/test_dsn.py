@@ -51,14 +51,14 @@ def test_a_fact_shared_on_one_host_is_read_on_another(
     assert 0 == cli("add", "use httpx", "--dsn", pg.dsn, db_path=a).code
     found = cli("query", "--tag", "api", "--json", "--dsn", pg.dsn, db_path=b)
     assert 0 == found.code, found.err
-    [fact] = found.json()
+    [fact] = found.rows()
     assert ("https://api", "backend-1", 1) == (
         fact["value"],
         fact["producer_task_id"],
         fact["position"],
     )
     listed = cli("--dsn", pg.dsn, "list", "--json", db_path=b)
-    assert "use httpx" in [e["content"] for e in listed.json()]
+    assert "use httpx" in [e["content"] for e in listed.rows()]
     assert 2 == head(pg.dsn)
     for cache in hosts:
         with closing(sqlite3.connect(cache)) as db:
@@ -74,7 +74,7 @@ def test_the_dsn_comes_from_the_environment(
     init(cli, pg)
     monkeypatch.setenv("FACTLEDGER_DSN", pg.dsn)
     assert 0 == cli("share", "k", "v", "--tag", "t", db_path=a).code
-    assert ["v"] == [f["value"] for f in cli("query", "--tag", "t", "--json", db_path=b).json()]
+    assert ["v"] == [f["value"] for f in cli("query", "--tag", "t", "--json", db_path=b).rows()]
 
 
 def test_audits_read_the_log_by_its_dsn(
@@ -105,7 +105,7 @@ def test_audits_read_the_log_by_its_dsn(
     changed = cli("diff", "1", "2", "--json", *dsn, db_path=b)
     assert ["base_url"] == [c["key"] for c in changed.json()["changed"]]
     then = cli("as-of", "--position", "1", "--tag", "api", "--json", *dsn, db_path=b)
-    assert ["v1"] == [f["value"] for f in then.json()]
+    assert ["v1"] == [f["value"] for f in then.rows()]
     exported = cli("export", *dsn, db_path=b)
     assert 3 == len(exported.out.splitlines())
     fresh = str(tmp_path / "host-c" / "cache.db")
@@ -131,11 +131,11 @@ def test_operator_actions_append_to_the_log_signed(
         db_path=b,
     )  # fmt: skip
     assert 0 == held.code, held.err
-    assert [] == cli("query", "--tag", "api", "--json", *dsn, db_path=a).json()
+    assert [] == cli("query", "--tag", "api", "--json", *dsn, db_path=a).rows()
     position = str(held.json()["quarantine_position"])
     assert 0 == cli("release", position, "--reason", "fine", "--key", key, *dsn, db_path=a).code
     assert ["poison"] == [
-        f["value"] for f in cli("query", "--tag", "api", "--json", *dsn, db_path=b).json()
+        f["value"] for f in cli("query", "--tag", "api", "--json", *dsn, db_path=b).rows()
     ]
     operators = cli("operator", "list", "--json", *dsn, db_path=b)
     assert operators.json()["enforced"]
@@ -234,7 +234,7 @@ def test_remove_and_conflict_policy_reach_every_host(
         env.setenv("FACTLEDGER_ADAPTER", "codex")
         assert 0 == cli("share", "u", "theirs", "--tag", "api", *dsn, db_path=b).code
     assert ["ours"] == [
-        f["value"] for f in cli("query", "--tag", "api", "--json", *dsn, db_path=a).json()
+        f["value"] for f in cli("query", "--tag", "api", "--json", *dsn, db_path=a).rows()
     ]
 
 
@@ -262,5 +262,5 @@ def test_operator_commands_leave_the_host_cache_at_the_head(
         assert {head(pg.dsn)} == checkpoints(b), command
     assert 4 == head(pg.dsn)
     assert ["poison"] == [
-        f["value"] for f in cli("query", "--tag", "api", "--json", *dsn, db_path=b).json()
+        f["value"] for f in cli("query", "--tag", "api", "--json", *dsn, db_path=b).rows()
     ]

@@ -19,7 +19,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from replay import InclusionProof
+from replay import InclusionProof, verify
 from replay.cli import main
 from replay.cli.output import Wrapped, progress, to_text
 from tests.cli.conftest import Result
@@ -80,7 +80,7 @@ def test_long_values_are_shown_whole_within_the_width(
     """Every line fits $COLUMNS; long values and content hashes appear whole (folded at most),
     never cut with an ellipsis."""
     monkeypatch.setenv("COLUMNS", str(width))
-    hashes = [f["content_hash"] for f in long_values("query", "--tag", "long", "--json").json()]
+    hashes = [f["content_hash"] for f in long_values("query", "--tag", "long", "--json").rows()]
     result = long_values(*command)
     assert (0, "") == (result.code, result.err)
     assert widest_line(result.out) <= width
@@ -102,20 +102,25 @@ def test_on_a_wide_console_a_long_value_is_on_one_line(
     assert LONG_TOKEN in out.split() and widest_line(out) <= 400
 
 
-def test_a_table_when_it_fits_one_field_per_line_when_it_does_not(
+def test_a_table_continues_in_bands_below_when_it_is_too_wide(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """history is a table on a wide terminal and `name  value` lines on a narrow one."""
+    """history is one table on a wide terminal; at 80 columns its columns continue in bands
+    below, each led by `position`, never one `name  value` line per field."""
     cli("share", "users", "{name: str}", "--tag", "api")
     monkeypatch.setenv("COLUMNS", "300")
     wide = cli("history").out.splitlines()
     rows = wide.index("versions (1):") + 1
-    assert ["position", "event_id", "ts_ns"] == wide[rows].split()[:3]
+    assert ["position", "event_id", "time"] == wide[rows].split()[:3]
+    assert "content_hash" in wide[rows].split() and "trust" in wide[rows].split()
     monkeypatch.setenv("COLUMNS", "80")
     narrow = cli("history").out.splitlines()
     rows = narrow.index("versions (1):") + 1
-    assert ["position", "1"] == narrow[rows].split()
-    assert ["event_id"] == narrow[rows + 1].split()[:1]
+    assert ["position", "event_id", "time"] == narrow[rows].split()[:3]
+    bands = [line.split() for line in narrow[rows:] if line.startswith("position")]
+    assert len(bands) > 1 and all(["position"] == band[:1] for band in bands[1:])
+    assert widest_line("\n".join(narrow)) <= 80
+    assert not any(line.startswith("scope  ") for line in narrow)
 
 
 def drawn(renderable: object, width: int) -> str:
@@ -217,6 +222,24 @@ def test_progress_shows_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
         assert drawn == bool(stream.getvalue())
 
 
+def test_a_phase_relabels_the_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each `bar.phase(name)` shows the new phase's name on a terminal at once."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    monkeypatch.setattr("sys.stderr", stream)
+    with progress("verified") as bar:
+        bar(10, 10)
+        bar.phase("refolding")
+        bar(3, 10)
+        bar.phase("comparing")
+    drawn = stream.getvalue()
+    assert "verified" in drawn and "refolding" in drawn and "comparing" in drawn
+
+
 def test_logging_goes_to_stderr_and_is_put_back(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """During a command, warnings go to stderr with their fields; afterwards the logging
     configuration is as it was."""
@@ -243,6 +266,138 @@ def test_json_escapes_invisible_characters_and_parses_back(cli: Cli) -> None:
     hostile = "\x1b[2J zero\u200bwidth \u202eevil é 😀"
     cli("share", "k", hostile, "--tag", "t")
     result = cli("query", "--tag", "t", "--raw", "--json")
-    assert hostile == result.json()[0]["value"]
+    assert hostile == result.rows()[0]["value"]
     assert not {"\x1b", "\u200b", "\u202e"} & set(result.out)
     assert "é 😀" in result.out
+
+
+@pytest.fixture
+def demo_log(tmp_path: Path) -> Path:
+    """The log `factledger demo` leaves behind: facts, entries, a poisoning, receipts,
+    operator actions."""
+    kept = tmp_path / "demo"
+    assert 0 == main(["demo", "--keep", str(kept)])
+    return kept / "memory.db"
+
+
+AT_80 = (
+    ("list", "--all"),
+    ("query", "--tag", "api-schema", "--all"),
+    ("history", "--all"),
+    ("blast-radius", "--adapter", "evil-cli"),
+    ("verify", "--deep"),
+)
+
+
+@pytest.mark.parametrize("command", AT_80)
+def test_at_80_columns_every_line_fits_and_ids_and_hashes_are_whole(
+    demo_log: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: tuple[str, ...],
+) -> None:
+    """At COLUMNS=80 no line is wider than 80, and every event id, content hash and chain
+    hash shown is whole on one line (history, blast-radius and verify show every one their
+    JSON holds)."""
+    capsys.readouterr()
+    assert main([*command, "--db", str(demo_log), "--json"]) in (0, 2)
+    tokens = set(re.findall(r'"((?:fl|op):[0-9a-f]{32}|blake3:[0-9a-f]{64}|[0-9a-f]{64})"',
+                            capsys.readouterr().out))  # fmt: skip
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main([*command, "--db", str(demo_log)]) in (0, 2)
+    out = capsys.readouterr().out
+    assert widest_line(out) <= 80
+    shown = {token for token in tokens if token in whole(out)}
+    assert shown <= set(out.split())
+    if command[0] in ("history", "blast-radius", "verify"):
+        assert tokens and tokens == shown
+
+
+def test_blast_radius_at_80_columns_is_short_and_opens_with_its_summary(
+    demo_log: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """blast-radius counts events, live, prompts reached, descendants and quarantined
+    before its details, and at 80 columns takes a few lines a row, not one per field."""
+    capsys.readouterr()
+    monkeypatch.setenv("COLUMNS", "80")
+    assert 0 == main(["blast-radius", "--adapter", "evil-cli", "--db", str(demo_log)])
+    lines = capsys.readouterr().out.splitlines()
+    summary = lines.index("summary:")
+    counted = dict(line.split() for line in lines[summary + 1 : summary + 6])
+    expected = {"events": "2", "live": "0", "prompts_reached": "1", "descendants": "0"}
+    assert {**expected, "quarantined": "1"} == counted
+    assert summary < lines.index("events (2):")
+    assert len(lines) < 70
+
+
+def test_labels_say_what_they_show(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A time shown as ISO 8601 is labelled `time`, never `ts_ns`; JSON keeps `ts_ns` in
+    nanoseconds."""
+    cli("share", "users", "{name: str}", "--tag", "api")
+    monkeypatch.setenv("COLUMNS", "120")
+    text = cli("query", "--tag", "api").out
+    assert "time" in text.splitlines()[0].split() and "ts_ns" not in text
+    assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", text)
+    monkeypatch.delenv("COLUMNS")
+    assert "ts_ns" not in cli("history").out
+    assert isinstance(cli("query", "--tag", "api", "--json").rows()[0]["ts_ns"], int)
+
+
+def test_piped_output_without_columns_is_tab_separated(cli: Cli) -> None:
+    """Piped with no $COLUMNS, a list is a header line and one line per row, cells split by
+    tabs, each value whole (a tab or newline in a value shown escaped)."""
+    cli("share", "users", "a\tvalue with\nlines and a long " + "x" * 150, "--tag", "api")
+    cli("share", "orders", "{id: int}", "--tag", "api")
+    facts = cli("query", "--tag", "api", "--raw", "--json").rows()
+    lines = cli("query", "--tag", "api", "--raw").out.splitlines()
+    header = lines[0].split("\t")
+    assert ["key", "value"] == header[:2] and "time" in header
+    assert len(facts) + 1 == len(lines)
+    for line, fact in zip(lines[1:], facts, strict=True):
+        cells = dict(zip(header, line.split("\t"), strict=True))
+        assert (fact["key"], str(fact["position"])) == (cells["key"], cells["position"])
+    values = [line.split("\t")[1] for line in lines[1:]]
+    assert "a\\u{0009}value with\\u{000A}lines and a long " + "x" * 150 in values
+
+
+def test_json_lists_say_their_limit_and_whether_they_were_cut(cli: Cli) -> None:
+    """--json lists are `{"rows": [...], "limit": N, "truncated": bool}`: list and as-of say
+    whether --limit cut them; query takes no limit; history and blast-radius add `limit`
+    and `truncated` to their report."""
+    for text in ("one", "two", "three"):
+        cli("add", text)
+    assert {"limit": 2, "truncated": True} == _shape(cli("list", "--limit", "2", "--json"), 2)
+    assert {"limit": 3, "truncated": False} == _shape(cli("list", "--limit", "3", "--json"), 3)
+    cut = _shape(cli("as-of", "--position", "3", "--limit", "2", "--json"), 2)
+    assert {"limit": 2, "truncated": True} == cut
+    cli("share", "k", "v1", "--tag", "t")
+    cli("share", "k", "v2", "--tag", "t")
+    assert {"limit": None, "truncated": False} == _shape(cli("query", "--tag", "t", "--json"), 1)
+    history = cli("history", "--limit", "1", "--json").json()
+    assert (1, True, ["v2"]) == (
+        history["limit"],
+        history["truncated"],
+        [v["value"] for v in history["versions"]],
+    )
+    whole_history = cli("history", "--json").json()
+    assert (100, False) == (whole_history["limit"], whole_history["truncated"])
+    radius = cli("blast-radius", "--producer", "manual-cli", "--json").json()
+    assert (100, False, 5) == (radius["limit"], radius["truncated"], radius["summary"]["events"])
+
+
+def _shape(result: Result, rows: int) -> dict[str, object]:
+    shown = result.json()
+    assert {"rows", "limit", "truncated"} == set(shown) and rows == len(shown["rows"])
+    return {"limit": shown["limit"], "truncated": shown["truncated"]}
+
+
+def test_verify_deep_shows_a_phase_for_the_refold(demo_log: Path) -> None:
+    """verify --deep names its refold and its comparison as phases, and reports the
+    refold's progress, so its bar never sits at the end of the hashing."""
+    seen: list[object] = []
+    report = verify(str(demo_log), deep=True, progress=lambda *a: seen.append(a),
+                    phase=seen.append)  # fmt: skip
+    assert report.ok
+    refold = seen.index("refolding")
+    assert (11, 11) == seen[refold - 1] and "comparing" in seen[refold:]
+    assert (11, 11) in seen[refold : seen.index("comparing")]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlog import FactPublished, NewEvent, PermissionDeniedError, open_log
+from eventlog import FactledgerError, FactPublished, NewEvent, PermissionDeniedError, open_log
 from replay import read_operator_key
 from tests.cli.conftest import Result
 from tests.postgres import PgLog
@@ -79,3 +79,119 @@ def test_an_adapter_that_is_not_an_identifier_is_refused(cli: Cli, pg: PgLog) ->
         "--role-prefix", pg.roles, db_path=None,
     )  # fmt: skip
     assert 1 == result.code and "--adapter" in result.err
+
+
+@pytest.fixture
+def agent_log(cli: Cli, pg: PgLog, tmp_path: Path) -> tuple[str, str]:
+    """A log made with its operator key (1) and agent login `<prefix>_codex` bound to codex,
+    which wrote a fact (2). Returns the login and the operator key's file."""
+    key = str(tmp_path / "ops.key")
+    assert 0 == cli("keygen", key, db_path=None).code
+    made = cli("pg", "init", "--dsn", pg.dsn, "--role-prefix", pg.roles, "--operator-key", key,
+               db_path=None)  # fmt: skip
+    assert 0 == made.code, made.err
+    role = f"{pg.roles}_codex"
+    assert 0 == pg_cli(cli, pg, "add-agent", role, "--adapter", "codex").code
+    agent = open_log(pg.as_role(role))
+    try:
+        assert 2 == agent.append(fact("codex")).position
+    finally:
+        agent.close()
+    return role, key
+
+
+def pg_cli(cli: Cli, pg: PgLog, *args: str) -> Result:
+    return cli("pg", *args, "--dsn", pg.dsn, "--role-prefix", pg.roles, db_path=None)
+
+
+def test_remove_agent_ends_the_login_and_keeps_its_history(
+    cli: Cli, pg: PgLog, agent_log: tuple[str, str], tmp_path: Path
+) -> None:
+    """After pg remove-agent the role cannot connect, its open session can no longer write,
+    and the log still holds (and history still shows) what it wrote."""
+    role, _ = agent_log
+    open_session = open_log(pg.as_role(role))
+    removed = pg_cli(cli, pg, "remove-agent", role, "--json")
+    assert 0 == removed.code, removed.err
+    assert {"role": role, "adapter": "codex", "sessions_ended": 1} == removed.json()
+    with pytest.raises(FactledgerError):
+        open_session.append(fact("codex"))
+    open_session.close()
+    with pytest.raises(FactledgerError, match="not permitted to log in"):
+        open_log(pg.as_role(role))
+    history = cli("history", "--dsn", pg.dsn, "--json", db_path=str(tmp_path / "cache.db"))
+    versions = history.json()["versions"]
+    assert [(2, "codex", "{name: str}")] == [
+        (v["position"], v["source_adapter"], v["value"]) for v in versions
+    ]
+    log = open_log(pg.dsn, read_only=True)
+    try:
+        assert 2 == log.head().position
+    finally:
+        log.close()
+
+
+def test_remove_agent_refuses_what_is_no_agent_and_a_second_removal(
+    cli: Cli, pg: PgLog, agent_log: tuple[str, str]
+) -> None:
+    """An unknown role, a role that is not an agent login, and an agent already removed are
+    each refused in one line naming the reason, exit 1; nothing changes."""
+    role, _ = agent_log
+    unknown = pg_cli(cli, pg, "remove-agent", f"{pg.roles}_nobody")
+    assert 1 == unknown.code and "no role of that name exists" in unknown.err
+    group = pg_cli(cli, pg, "remove-agent", f"{pg.roles}_writer")
+    assert 1 == group.code and "it is no agent login" in group.err
+    before = pg_cli(cli, pg, "status", "--json").json()
+    assert [("active", True, True)] == [(a["state"], a["login"], a["writer"]) for a in
+                                        before["agents"]]  # fmt: skip
+    assert 0 == pg_cli(cli, pg, "remove-agent", role).code
+    again = pg_cli(cli, pg, "remove-agent", role)
+    assert 1 == again.code and "already removed" in again.err
+    for refused in (unknown, group, again):
+        assert 1 == len(refused.err.splitlines())
+    readded = pg_cli(cli, pg, "add-agent", role, "--adapter", "codex")
+    assert 1 == readded.code and "never restored" in readded.err
+
+
+def test_status_shows_roles_bindings_head_and_operators(
+    cli: Cli, pg: PgLog, agent_log: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pg status names the three group roles, each agent with its adapter and state, the
+    head and the operator keys, as JSON and as text that fits 80 columns."""
+    role, key = agent_log
+    shown = pg_cli(cli, pg, "status", "--json")
+    assert 0 == shown.code, shown.err
+    status = shown.json()
+    assert (pg.schema, 2) == (status["schema"], status["head_position"])
+    assert 64 == len(status["head_chain_hash"])
+    assert {"owner", "writer", "reader"} == {r["kind"] for r in status["roles"]}
+    assert all(r["exists"] for r in status["roles"])
+    assert [(role, "codex", "active")] == [
+        (a["role"], a["adapter"], a["state"]) for a in status["agents"]
+    ]
+    assert [read_operator_key(key).key_id] == [o["key_id"] for o in status["operators"]]
+    assert status["operators_enforced"] is True
+    assert 0 == pg_cli(cli, pg, "remove-agent", role).code
+    monkeypatch.setenv("COLUMNS", "80")
+    text = pg_cli(cli, pg, "status").out
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert status["head_chain_hash"] in text.split()
+    agent_line = next(line for line in text.splitlines() if line.startswith(role))
+    assert ["codex", "removed", "no", "no"] == agent_line.split()[1:]
+
+
+def test_a_write_the_database_refuses_is_one_line(
+    cli: Cli, pg: PgLog, agent_log: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent login that signs a quarantine with a stolen operator key is refused by the
+    database; the error is the server's one sentence, without psycopg's CONTEXT lines."""
+    role, key = agent_log
+    monkeypatch.setenv("FACTLEDGER_ADAPTER", "codex")
+    refused = cli(
+        "quarantine", "--adapter", "codex", "--reason", "x", "--key", key,
+        "--dsn", pg.as_role(role), db_path=str(tmp_path / "agent.db"),
+    )  # fmt: skip
+    assert 1 == refused.code
+    assert 1 == len(refused.err.splitlines())
+    assert "is an agent login: it may not append quarantine_applied" in refused.err
+    assert "CONTEXT" not in refused.err and "PL/pgSQL" not in refused.err

@@ -30,9 +30,8 @@ def receipted(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> Cli:
 
 
 def rows(result: Result) -> list[dict[str, Any]]:
-    """The rows of a --json list (a bare list, or an object holding them under "rows")."""
-    found = result.json()
-    return list(found["rows"] if isinstance(found, dict) else found)
+    """The rows of a --json list: an object holding them under "rows"."""
+    return list(result.json()["rows"])
 
 
 def test_receipts_lists_every_read_with_counts(receipted: Cli) -> None:
@@ -66,6 +65,10 @@ def test_receipts_says_when_the_limit_cut_the_list(receipted: Cli) -> None:
     result = receipted("receipts", "--limit", "1")
     assert "more follow (--after 2)" in result.err
     assert [3] == [r["position"] for r in rows(receipted("receipts", "--after", "2", "--json"))]
+    cut = receipted("receipts", "--limit", "1", "--json").json()
+    assert (1, True, [2]) == (cut["limit"], cut["truncated"], [r["position"] for r in cut["rows"]])
+    whole = receipted("receipts", "--limit", "5", "--json").json()
+    assert (5, False) == (whole["limit"], whole["truncated"])
 
 
 @pytest.mark.parametrize(
