@@ -7,11 +7,13 @@ from collections.abc import Iterable
 import msgspec
 
 from eventlog import InvalidInputError
-from eventlog.checks import check_optional_identifier, check_positions
+from eventlog.checks import check_optional_actor, check_positions
 
 
 class Suspect(msgspec.Struct, frozen=True, kw_only=True):
-    """The selectors of a suspect; an event is the suspect's when it matches every one given."""
+    """The selectors of a suspect; an event is the suspect's when it matches every one given.
+    Names are checked as actors are (`check_optional_actor`), so the commands a report prints
+    hold them verbatim."""
 
     source_adapter: str | None = None
     producer_task_id: str | None = None
@@ -29,9 +31,9 @@ class Suspect(msgspec.Struct, frozen=True, kw_only=True):
     ) -> Suspect:
         """The suspect these selectors name; `InvalidInputError` when none is given."""
         suspect = cls(
-            source_adapter=check_optional_identifier("source_adapter", source_adapter),
-            producer_task_id=check_optional_identifier("producer_task_id", producer_task_id),
-            run_id=check_optional_identifier("run_id", run_id),
+            source_adapter=check_optional_actor("source_adapter", source_adapter),
+            producer_task_id=check_optional_actor("producer_task_id", producer_task_id),
+            run_id=check_optional_actor("run_id", run_id),
             positions=check_positions("positions", positions),
         )
         if suspect == cls():
