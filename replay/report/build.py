@@ -76,7 +76,7 @@ def build_report(
     derived = [d.position for level in radius.descendants for d in level]
     with ledger.at_head() as (snap, model):
         quarantined = inquiries.quarantined_among(model, written + derived)
-        actions = _actions(snap, model, radius, set(written))
+        actions = _actions(snap, model, radius, set(written + derived))
         readers = _readers(snap, radius, count)
         prompts = _prompts(snap, radius, set(written + derived), count)
         exposing = sorted({x.receipt_position for x in radius.exposed})[:count]
@@ -208,16 +208,17 @@ def _quarantine_flags(suspect: Suspect) -> str:
 
 
 def _actions(
-    snap: LogSnapshot, model: Queryable, radius: BlastRadius, written: set[int]
+    snap: LogSnapshot, model: Queryable, radius: BlastRadius, cited: set[int]
 ) -> list[ActionTaken]:
-    """Quarantines covering suspect writes, their releases, and decisions on held versions."""
+    """Quarantines covering suspect or derived writes (`cited`), their releases, and
+    decisions on held suspect versions."""
     head = radius.head_position
     found: dict[int, ActionTaken] = {}
     for row in inquiries.quarantines(model):
         record = snap.event_at(row.position) if row.position <= head else None
         if record is None or not isinstance(record.payload, QuarantineApplied):
             continue
-        if written.isdisjoint(matching_positions(model, row.position, record.payload)):
+        if cited.isdisjoint(matching_positions(model, row.position, record.payload)):
             continue
         text = f"{event_subject(record.payload)}: {row.reason}"
         found[row.position] = _action(snap, row.position, text, row.released_by is None)

@@ -75,6 +75,23 @@ def test_the_graph_marks_each_level(incident: Path) -> None:
     assert 4 == len(shallow.columns)
 
 
+def test_a_quarantined_descendant_is_marked_and_its_release_listed(incident: Path) -> None:
+    """A quarantine of a derived write marks its node; the quarantine and its release are
+    operator actions, the released one no longer in effect."""
+    with Ledger.open(incident, read_only=False) as ledger:
+        held = ledger.quarantine(positions=[13], reason="derived from the poison")
+        built = build_report(ledger, source_adapter="evil")
+        ledger.release(held, reason="reviewed")
+        released = build_report(ledger, source_adapter="evil")
+    [node] = [n for n in built.graph.nodes if n.id == "w13"]
+    assert ("tainted", "quarantined") == tuple(m.value for m in node.marks)
+    assert [(held, True)] == [(a.position, a.in_effect) for a in built.actions]
+    assert [(held, False), (held + 1, True)] == [
+        (a.position, a.in_effect) for a in released.actions
+    ]
+    assert ["quarantine_applied", "quarantine_released"] == [a.kind for a in released.actions]
+
+
 def test_every_embedded_proof_verifies_against_the_embedded_checkpoint(incident: Path) -> None:
     """Parsed back out of the HTML file, each proof verifies with `verify_inclusion` for the
     event the log stores at its position, and the report cites every position it shows."""
