@@ -69,6 +69,11 @@ def quarantine_state(db: Queryable, position: int) -> Quarantine | None:
     return sql_knowledge.QUARANTINE_GET.first(db, (position,))
 
 
+def quarantined_among(db: Queryable, positions: Sequence[int]) -> set[int]:
+    """The events among `positions` a quarantine in effect keeps from every reader."""
+    return {row.position for row in sql_knowledge.QUARANTINED_AMONG.among(db, positions)}
+
+
 def quarantines(db: Queryable) -> list[Quarantine]:
     """Every quarantine that took effect."""
     return sql_knowledge.QUARANTINE_ALL.rows(db)

@@ -176,6 +176,7 @@ class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
     declared), level by level, each with the prompts it reached in turn."""
     receipts: list[SuspectReceipt] = []
     """The recall receipts the suspect wrote (its reads), each with the reader it named."""
+    run_id: str | None = None
 
 
 def blast_radius(
@@ -186,17 +187,19 @@ def blast_radius(
     positions: Iterable[int] | None = None,
     since_position: int | None = None,
     depth: int | None = None,
+    run_id: str | None = None,
 ) -> BlastRadius:
     """Trace a suspect (every given selector must match) through the log and the receipts.
     Descendants are followed `depth` levels down the lineage graph (all, when None)."""
     adapter = check_optional_identifier("source_adapter", source_adapter)
     producer = check_optional_identifier("producer_task_id", producer_task_id)
+    run = check_optional_identifier("run_id", run_id)
     chosen = check_positions("positions", positions)
     since = 0 if since_position is None else check_position("since_position", since_position)
     bound = None if depth is None else check_position("depth", depth, minimum=1)
-    if adapter is None and producer is None and not chosen:
+    if adapter is None and producer is None and run is None and not chosen:
         raise InvalidInputError(
-            "blast_radius needs a selector: source_adapter, producer_task_id or positions"
+            "blast_radius needs a selector: source_adapter, producer_task_id, run_id or positions"
         )
     wanted = set(chosen)
     with ledger.at_head() as (snap, model):
@@ -207,10 +210,11 @@ def blast_radius(
             if (
                 (adapter is not None and record.source_adapter != adapter)
                 or (producer is not None and record.producer_task_id != producer)
+                or (run is not None and record.run_id != run)
                 or (wanted and record.position not in wanted)
             ):
                 continue
-            subject = _subject(record.payload)
+            subject = event_subject(record.payload)
             if subject is None:
                 receipts.append(_receipt(record))
             else:
@@ -237,6 +241,7 @@ def blast_radius(
         return BlastRadius(
             source_adapter=adapter,
             producer_task_id=producer,
+            run_id=run,
             positions=chosen,
             since_position=since,
             head_position=head,
@@ -296,7 +301,7 @@ def _receipt(record: RecordedEvent) -> SuspectReceipt:
     )
 
 
-def _subject(payload: EventPayload) -> str | None:
+def event_subject(payload: EventPayload) -> str | None:
     """What an event did, named without its content; None for a read (a recall receipt)."""
     match payload:
         case RecallRecorded():

@@ -46,6 +46,7 @@ from replay.proofs import ConsistencyProof, InclusionProof, Prover
 from replay.quarantine import quarantine, release
 from replay.rebuild import rebuild
 from replay.receipts import receipts
+from replay.report import report
 from replay.timetravel import as_of
 from replay.transfer import export_log, import_legacy
 
@@ -213,6 +214,7 @@ class Ledger:
     lineage = lineage
     blast_radius = blast_radius
     receipts = receipts
+    report = report
     export = export_log
     operators = list_operators
 

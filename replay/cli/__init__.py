@@ -20,6 +20,7 @@ from replay.cli import (
     operators,
     postgres,
     receipts,
+    report,
 )
 from replay.cli.app import app, main
 from replay.cli.errors import DemoFailed
@@ -40,4 +41,5 @@ __all__ = [
     "operators",
     "postgres",
     "receipts",
+    "report",
 ]

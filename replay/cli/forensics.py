@@ -41,6 +41,7 @@ def needs_suspect(command: str, *given: object) -> None:
 
 @app.command("blast-radius")
 @suspect_options
+@click.option("--run", callback=NAME, help="the suspect run id")
 @click.option("--since", type=POSITION, help="only events after this position")
 @click.option(
     "--limit", type=LIMIT, default=100, show_default=True, help="at most this many rows per list"
@@ -54,6 +55,7 @@ def blast_radius_(
     adapter: str | None,
     producer: str | None,
     positions: tuple[int, ...],
+    run: str | None,
     since: int | None,
     limit: int,
     depth: int | None,
@@ -62,11 +64,13 @@ def blast_radius_(
 
     Each list shows its first --limit rows; stderr says which lists were cut.
     """
-    needs_suspect("blast-radius", adapter, producer, positions)
+    if run is None:
+        needs_suspect("blast-radius", adapter, producer, positions)
     with session.ledger() as ledger:
         radius = ledger.blast_radius(
             source_adapter=adapter,
             producer_task_id=producer,
+            run_id=run,
             positions=list(positions) or None,
             since_position=since,
             depth=depth,
