@@ -58,11 +58,6 @@ def held_among(db: Queryable, positions: Sequence[int]) -> set[int]:
     return {row.position for row in sql_knowledge.HELD_AMONG.among(db, positions)}
 
 
-def quarantined_among(db: Queryable, positions: Sequence[int]) -> set[int]:
-    """The events among `positions` a quarantine now covers."""
-    return {row.position for row in sql_reads.LINEAGE_QUARANTINED_AMONG.among(db, positions)}
-
-
 def quarantine_state(db: Queryable, position: int) -> Quarantine | None:
     """The quarantine at `position` (its reason, and the release that undid it), or None if
     none is."""
@@ -71,7 +66,7 @@ def quarantine_state(db: Queryable, position: int) -> Quarantine | None:
 
 def quarantined_among(db: Queryable, positions: Sequence[int]) -> set[int]:
     """The events among `positions` a quarantine in effect keeps from every reader."""
-    return {row.position for row in sql_knowledge.QUARANTINED_AMONG.among(db, positions)}
+    return {row.position for row in sql_reads.LINEAGE_QUARANTINED_AMONG.among(db, positions)}
 
 
 def quarantines(db: Queryable) -> list[Quarantine]:

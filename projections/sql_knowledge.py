@@ -227,11 +227,6 @@ QUARANTINE_COVERED_BY = Query(
     Position,
 )
 QUARANTINE_UNCOVER = "DELETE FROM fl_quarantined WHERE quarantine_position = ?"
-QUARANTINED_AMONG = Query(
-    "SELECT DISTINCT event_position AS position FROM fl_quarantined "
-    "WHERE event_position IN ({marks})",
-    Position,
-)
 QUARANTINE_STILL_COVERED = Query(
     "SELECT 1 AS present FROM fl_quarantined WHERE event_position = ? LIMIT 1", Present
 )
