@@ -1,4 +1,4 @@
-"""The write side of factledger: event types, canonical codec, BLAKE3 chain, log backends."""
+"""The write side of factledger: event types, canonical codec, the chain, log backends."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from eventlog.backend import (
     StoredRow,
 )
 from eventlog.checks import MAX_CONTENT_BYTES, is_dsn
-from eventlog.codec import content_hash, decode_record, encode_envelope
+from eventlog.codec import content_hash, decode_record, encode_envelope, read_row
 from eventlog.errors import (
     ChainBreak,
     CorruptLogError,
@@ -26,6 +26,7 @@ from eventlog.errors import (
     FactledgerError,
     InvalidInputError,
     InvalidTypeError,
+    LegacyFormatError,
     LogBusyError,
     LogExistsError,
     LogMissingError,
@@ -57,12 +58,16 @@ from eventlog.events import (
     QuarantineReleased,
     RecallRecorded,
     RecordedEvent,
+    RecordedPayload,
+    TextState,
     TrustSettings,
+    Unreadable,
     is_operator_action,
 )
+from eventlog.formats import LogFormat
 from eventlog.sqlite import SQLiteEventLog
 from eventlog.stored import chain_at
-from eventlog.verify import ChainReport, ChainWalker, Problem, verify_chain
+from eventlog.verify import ChainReport, ChainWalker, Finding, Problem, verify_chain
 from eventlog.version import __version__
 
 if TYPE_CHECKING:
@@ -90,12 +95,15 @@ __all__ = [
     "FactPublished",
     "FactRejected",
     "FactledgerError",
+    "Finding",
     "Head",
     "InvalidInputError",
     "InvalidTypeError",
     "LegacyClaims",
+    "LegacyFormatError",
     "LogBusyError",
     "LogExistsError",
+    "LogFormat",
     "LogMissingError",
     "LogTransaction",
     "MemoryAdded",
@@ -113,11 +121,14 @@ __all__ = [
     "ReadSnapshot",
     "RecallRecorded",
     "RecordedEvent",
+    "RecordedPayload",
     "SQLiteEventLog",
     "StorageError",
     "StoredRow",
+    "TextState",
     "TrustSettings",
     "UnknownEventKindError",
+    "Unreadable",
     "__version__",
     "chain_at",
     "content_hash",
@@ -125,6 +136,7 @@ __all__ = [
     "encode_envelope",
     "is_operator_action",
     "open_log",
+    "read_row",
     "verify_chain",
 ]
 

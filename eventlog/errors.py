@@ -79,6 +79,11 @@ class ReadOnlyStoreError(FactledgerError):
     """A write was attempted through a read-only view."""
 
 
+class LegacyFormatError(ReadOnlyStoreError):
+    """A write was attempted to a log of a format this version reads but never writes (v1):
+    `factledger migrate` copies it into a new log."""
+
+
 class ChainBreak(FactledgerError):
     """Raised by `ChainWalker.feed` at the first row that does not verify."""
 

@@ -21,7 +21,7 @@ import msgspec
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from eventlog.events import Authorization, EventPayload, LegacyClaims
+from eventlog.events import Authorization, LegacyClaims, Payload, RecordedPayload
 
 STATEMENT_PREFIX = b"factledger operator action v1\n"
 """Domain separation: no checkpoint note or other signed text starts with this line."""
@@ -39,22 +39,22 @@ class _Statement(msgspec.Struct, frozen=True, kw_only=True):
     producer_task_id: str
     run_id: str | None
     source_adapter: str | None
-    payload: EventPayload
+    payload: RecordedPayload
 
 
-def authorization_of(payload: EventPayload) -> Authorization | None:
+def authorization_of(payload: Payload) -> Authorization | None:
     """The signature an operator action carries, if any."""
     found = getattr(payload, "authorization", None)
     return found if isinstance(found, Authorization) else None
 
 
-def claims_of(payload: EventPayload) -> LegacyClaims | None:
+def claims_of(payload: Payload) -> LegacyClaims | None:
     """The legacy row's claims an import carries; None for any other event."""
     found = getattr(payload, "claims", None)
     return found if isinstance(found, LegacyClaims) else None
 
 
-def is_unsigned_import(payload: EventPayload) -> bool:
+def is_unsigned_import(payload: Payload) -> bool:
     """Whether `payload` is an import (it holds claims) that carries no operator signature:
     in no log do its claims count for anything."""
     return claims_of(payload) is not None and authorization_of(payload) is None
@@ -67,7 +67,7 @@ def action_statement(
     producer_task_id: str,
     run_id: str | None,
     source_adapter: str | None,
-    payload: EventPayload,
+    payload: RecordedPayload,
 ) -> bytes:
     """The bytes an operator signs for an action: binds the log, the event id (which the log
     stores once), the acting producer, run and adapter, and the payload."""
@@ -82,7 +82,7 @@ def action_statement(
     return STATEMENT_PREFIX + _ENCODER.encode(statement)
 
 
-def _unsigned(payload: EventPayload) -> EventPayload:
+def _unsigned(payload: RecordedPayload) -> RecordedPayload:
     if "authorization" not in payload.__struct_fields__:
         return payload
     return msgspec.structs.replace(payload, authorization=msgspec.UNSET)

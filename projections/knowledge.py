@@ -33,6 +33,7 @@ from eventlog import (
     QuarantineReleased,
     RecallRecorded,
     RecordedEvent,
+    Unreadable,
 )
 from eventlog.signing import claims_of
 from projections import conflicts, sql_knowledge
@@ -120,6 +121,8 @@ class KnowledgeProjector:
                             _publish(writer, [approved], admitted=True)
                 case RecallRecorded():
                     pass  # receipts are the receipt and lineage projectors' to fold
+                case Unreadable():
+                    pass  # a row this version cannot decode changes nothing
                 case _:
                     assert_never(payload)
         if entries:

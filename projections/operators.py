@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Literal
 
 from eventlog import (
-    EventPayload,
     OperatorAdded,
     OperatorRemoved,
     RecordedEvent,
+    RecordedPayload,
 )
 from eventlog.checks import check_actor
 from eventlog.signing import (
@@ -176,7 +176,7 @@ class Authority:
         )
 
 
-def statement_of(log_id: str, record: RecordedEvent, payload: EventPayload) -> bytes:
+def statement_of(log_id: str, record: RecordedEvent, payload: RecordedPayload) -> bytes:
     """The statement an operator signs for the event `record` would be with `payload`."""
     return action_statement(
         log_id=log_id,

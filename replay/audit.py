@@ -32,7 +32,7 @@ from eventlog import (
     SQLiteEventLog,
     StoredRow,
 )
-from eventlog.chain import genesis
+from eventlog.stored import genesis_of
 from projections import DriftReport, cache_hint, checkpoint_drift, read_model_drift
 from replay.checkpoints import Checkpoint
 from replay.merkle import CompactRange
@@ -111,7 +111,7 @@ def verify(
         )
     log_id, head = event_log.log_id, event_log.head().position
     summary = None if checkpoint is None else _summary(checkpoint)
-    report = _Report(log_id, head, genesis(log_id), summary)
+    report = _Report(log_id, head, genesis_of(event_log), summary)
     if checkpoint is not None and checkpoint.log_id != log_id:
         return report.failed(
             0,
@@ -296,8 +296,8 @@ def _walk(
     event_log: EventLog, report: _Report, tree_size: int, progress: Progress | None
 ) -> _Walked:
     """Verify every row; fold the leaves up to `tree_size` into a Merkle tree."""
-    walker = ChainWalker(report.genesis)
-    tree = CompactRange()
+    walker = ChainWalker(event_log.log_format, report.genesis)
+    tree = CompactRange(event_log.log_format.chain)
     checkpoint_chain = report.genesis
     leaves: list[bytes] = []
     try:

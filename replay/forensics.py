@@ -9,7 +9,6 @@ import msgspec
 
 from eventlog import (
     ConflictPolicySet,
-    EventPayload,
     FactApproved,
     FactPublished,
     FactRejected,
@@ -24,6 +23,8 @@ from eventlog import (
     QuarantineReleased,
     RecallRecorded,
     RecordedEvent,
+    RecordedPayload,
+    Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
 from eventlog.signing import authorization_of, claims_of
@@ -263,7 +264,7 @@ def _receipt(record: RecordedEvent) -> SuspectReceipt:
     )
 
 
-def _subject(payload: EventPayload) -> str | None:
+def _subject(payload: RecordedPayload) -> str | None:
     """What an event did, named without its content; None for a read (a recall receipt)."""
     match payload:
         case RecallRecorded():
@@ -296,6 +297,8 @@ def _subject(payload: EventPayload) -> str | None:
             return f"approval of the held version at {payload.position}"
         case FactRejected():
             return f"rejection of the held version at {payload.position}"
+        case Unreadable():
+            return "unreadable row: " + payload.reason
         case _:
             assert_never(payload)
 

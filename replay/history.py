@@ -32,6 +32,7 @@ from eventlog import (
     ReadSnapshot,
     RecallRecorded,
     RecordedEvent,
+    Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position
 from eventlog.signing import authorization_of
@@ -323,6 +324,7 @@ def _actions(snap: ReadSnapshot, model: Readable, shown: set[int]) -> list[Opera
                 | ConflictPolicySet()
                 | FactApproved()
                 | FactRejected()
+                | Unreadable()
             ):
                 continue
             case _:
@@ -414,6 +416,7 @@ def _fold_noting_causes(
                     | OperatorAdded()
                     | OperatorRemoved()
                     | ConflictPolicySet()
+                    | Unreadable()
                 ):
                     batch.append(record)
                 case QuarantineApplied() | QuarantineReleased() | FactApproved() | FactRejected():

@@ -21,15 +21,18 @@ BLOCKS = re.findall(r"```(\w*)\n(.*?)```", README, flags=re.DOTALL)
 ExportVerifier = Callable[[Path], int]
 
 
+SPEC = (ROOT / "docs" / "spec" / "format-v2.md").read_text(encoding="utf-8")
+
+
 def readme_export_verifier(db: Path, export: Path) -> ExportVerifier:
-    """README's offline verifier ("Verifying an export offline"), run as written on an export
-    of `db` it writes to `export`; returns its `verify_export`."""
-    section = README[README.index("\n## Verifying an export offline\n") :]
+    """The format's offline verifier (docs/spec/format-v2.md, "Verifying an export offline"),
+    run as written on an export of `db` it writes to `export`; returns its `verify_export`."""
+    section = SPEC[SPEC.index("\n## Verifying an export offline\n") :]
     [code] = re.findall(r"```python\n(.*?)```", section.split("\n## ", 2)[1], flags=re.DOTALL)
     assert '"memory.db"' in code and '"log.jsonl"' in code
     namespace: dict[str, Any] = {}
     code = code.replace('"memory.db"', repr(str(db))).replace('"log.jsonl"', repr(str(export)))
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "format-v2.md", "exec"), namespace)
     verify_export: ExportVerifier = namespace["verify_export"]
     return verify_export
 
@@ -115,7 +118,7 @@ def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     examples = [code for language, code in BLOCKS if language == "python"]
     assert len(examples) >= 3
     for code in examples:
-        exec(compile(code, "README.md", "exec"), namespace)
+        exec(compile(code, "format-v2.md", "exec"), namespace)
     assert (tmp_path / "log.jsonl").exists()
 
 

@@ -17,7 +17,7 @@ from eventlog import (
     NewEvent,
     SQLiteEventLog,
     StorageError,
-    UnknownEventKindError,
+    Unreadable,
     open_log,
 )
 from eventlog.contract import memory
@@ -155,20 +155,29 @@ def test_short_lock_is_waited_out(tmp_path: Path) -> None:
     release.join()
 
 
-def test_unknown_kind_names_kind_and_position(tmp_path: Path) -> None:
-    """A stored row of a kind this version does not know fails with kind and position."""
+def test_unknown_kind_reads_as_unreadable_naming_kind_and_position(tmp_path: Path) -> None:
+    """A stored row of a kind this version does not know is read as `Unreadable`, naming
+    its kind, at its position; the reads go on past it."""
     path = tmp_path / "log.db"
     open_log(path).append(memory())
     body = (
         b'{"position":2,"event_id":"x","ts_ns":1,"producer_task_id":"","run_id":null,'
-        b'"source_adapter":null,"content_hash":"blake3:00","payload":{"kind":"mystery"}}'
+        b'"source_adapter":"codex","content_hash":"blake3:00","payload":{"kind":"mystery"}}'
     )
     raw = sqlite3.connect(path)
     raw.execute("INSERT INTO fl_events VALUES (2, 'x', ?, x'00')", (body,))
     raw.commit()
-    with pytest.raises(UnknownEventKindError, match="'mystery' at position 2") as info:
-        list(open_log(path).read())
-    assert ("mystery", 2) == (info.value.kind, info.value.position)
+    log = open_log(path)
+    log.append(memory("after"))
+    first, second, third = log.read()
+    assert isinstance(second.payload, Unreadable)
+    assert ("mystery", 2, "codex") == (
+        second.payload.claimed_kind,
+        second.position,
+        second.source_adapter,
+    )
+    assert "'mystery' at position 2" in second.payload.reason
+    assert ("use pytest", "after") == (first.payload.written_text(), third.payload.written_text())
 
 
 def test_nested_transaction_is_refused(tmp_path: Path) -> None:

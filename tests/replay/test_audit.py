@@ -17,7 +17,7 @@ from eventlog import (
     StorageError,
     open_log,
 )
-from eventlog.chain import genesis
+from eventlog.chain import SHA256
 from eventlog.contract import EVERY_KIND, fact, memory
 from replay import AuditProblem, AuditReport, Checkpoint, audit, checkpoint, verify
 from replay.cli.output import to_json, to_text
@@ -170,7 +170,7 @@ def test_same_log_id_with_other_content_is_a_rewrite(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
     make_log(path, 6)
     taken = checkpoint(path)
-    forged = msgspec.structs.replace(taken, chain_hash=genesis(taken.log_id).hex())
+    forged = msgspec.structs.replace(taken, chain_hash=SHA256.genesis(taken.log_id).hex())
     report = verify(path, checkpoint=forged)
     assert (False, AuditProblem.HISTORY_REWRITTEN) == (report.ok, report.problem)
 
@@ -190,7 +190,7 @@ def test_empty_log_is_visible_in_the_report(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
     open_log(path).close()
     report = verify(path)
-    assert (True, True, 0, genesis(report.log_id).hex()) == (
+    assert (True, True, 0, SHA256.genesis(report.log_id).hex()) == (
         report.ok,
         report.empty,
         report.checked,

@@ -17,7 +17,7 @@ from eventlog import (
     StorageError,
     open_log,
 )
-from eventlog.chain import genesis
+from eventlog.chain import SHA256
 from eventlog.contract import fact, memory
 from replay import Checkpoint, NoteSignature, checkpoint
 from replay.errors import KeyFileError, UnsignedCheckpointError
@@ -91,7 +91,7 @@ def test_checkpoint_of_empty_log_is_the_empty_tree_at_the_genesis(tmp_path: Path
     path = tmp_path / "log.db"
     open_log(path).close()
     taken = checkpoint(path)
-    assert (0, EMPTY_ROOT, genesis(taken.log_id).hex()) == (
+    assert (0, EMPTY_ROOT, SHA256.genesis(taken.log_id).hex()) == (
         taken.size,
         taken.root,
         taken.chain_hash,
