@@ -22,7 +22,6 @@ from eventlog.contract import fact, memory
 from replay import Checkpoint, NoteSignature, checkpoint
 from replay.errors import KeyFileError, UnsignedCheckpointError
 from replay.keys import generate_key, read_operator_key
-from replay.merkle import EMPTY_ROOT
 from replay.proofs import Prover
 from tests.eventlog.test_tampering import _raw, edit_payload
 from tests.replay.test_merkle import ref_mth
@@ -91,7 +90,7 @@ def test_checkpoint_of_empty_log_is_the_empty_tree_at_the_genesis(tmp_path: Path
     path = tmp_path / "log.db"
     open_log(path).close()
     taken = checkpoint(path)
-    assert (0, EMPTY_ROOT, SHA256.genesis(taken.log_id).hex()) == (
+    assert (0, SHA256.empty_root(), SHA256.genesis(taken.log_id).hex()) == (
         taken.size,
         taken.root,
         taken.chain_hash,

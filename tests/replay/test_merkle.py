@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eventlog import InvalidInputError
+from eventlog.chain import BLAKE3
 from replay.merkle import (
-    EMPTY_ROOT,
     CompactRange,
     Span,
     consistency_spans,
@@ -132,11 +132,13 @@ CONSISTENCY = [
 
 def span_hash(leaves: Sequence[bytes], span: Span) -> bytes:
     """MTH over a span as the prover computes it: from its perfect, aligned pieces."""
-    return fold([perfect_hash(leaves[i << lv : (i + 1) << lv]) for lv, i in pieces(*span)])
+    return fold(
+        [perfect_hash(leaves[i << lv : (i + 1) << lv], BLAKE3) for lv, i in pieces(*span)], BLAKE3
+    )
 
 
 def tree_root(leaves: Sequence[bytes]) -> bytes:
-    tree = CompactRange()
+    tree = CompactRange(BLAKE3)
     tree.add_leaves(leaves)
     return tree.root()
 
@@ -151,13 +153,13 @@ def test_vectors_file_is_the_reference_output() -> None:
 
 def test_empty_tree_root_is_hash_of_empty_string() -> None:
     """MTH({}) is BLAKE3 of the empty string, as RFC 6962 defines it."""
-    assert blake3.blake3(b"").digest() == EMPTY_ROOT == ROOTS[0] == tree_root([])
+    assert blake3.blake3(b"").digest() == BLAKE3.empty_root() == ROOTS[0] == tree_root([])
 
 
 @pytest.mark.parametrize("size", range(9))
 def test_root_matches_vector(size: int) -> None:
     """A compact range fed leaf by leaf, and one fed all at once, give the vector root."""
-    one_by_one = CompactRange()
+    one_by_one = CompactRange(BLAKE3)
     for leaf in LEAVES[:size]:
         one_by_one.add_leaves([leaf])
     assert (ROOTS[size], ROOTS[size]) == (tree_root(LEAVES[:size]), one_by_one.root())
@@ -168,7 +170,7 @@ def test_inclusion_path_matches_vector(index: int, size: int, path: list[bytes])
     """The prover's spans hash to the RFC PATH, and the path leads back to the root."""
     spans = inclusion_spans(index, size)
     assert path == [span_hash(LEAVES, span) for span in spans]
-    assert ROOTS[size] == root_from_inclusion(index, size, LEAVES[index], path)
+    assert ROOTS[size] == root_from_inclusion(index, size, LEAVES[index], path, BLAKE3)
 
 
 @pytest.mark.parametrize(("old", "new", "path"), CONSISTENCY)
@@ -177,7 +179,8 @@ def test_consistency_path_matches_vector(old: int, new: int, path: list[bytes]) 
     spans = consistency_spans(old, new) if old < new else []
     assert path == [span_hash(LEAVES, span) for span in spans]
     if old < new:
-        assert (ROOTS[old], ROOTS[new]) == roots_from_consistency(old, new, ROOTS[old], path)
+        roots = roots_from_consistency(old, new, ROOTS[old], path, BLAKE3)
+        assert (ROOTS[old], ROOTS[new]) == roots
 
 
 # -- proofs that must fail -------------------------------------------------------------------
@@ -211,27 +214,27 @@ def test_tampered_inclusion_proofs_fail(tamper: str) -> None:
             continue
         i, n, p = INCLUSION_TAMPERS[tamper](index, size, path)
         if n < len(ROOTS):
-            assert ROOTS[n] != root_from_inclusion(i, n, LEAVES[index], p)
+            assert ROOTS[n] != root_from_inclusion(i, n, LEAVES[index], p, BLAKE3)
 
 
 def test_inclusion_proof_for_another_tree_fails() -> None:
     """A path valid in the tree of 7 leaves does not lead to the root of the tree of 8."""
     path = ref_path(2, [bytes.fromhex(d) for d in LEAF_INPUTS[:7]])
-    assert ROOTS[7] == root_from_inclusion(2, 7, LEAVES[2], path)
-    assert ROOTS[8] != root_from_inclusion(2, 8, LEAVES[2], path)
+    assert ROOTS[7] == root_from_inclusion(2, 7, LEAVES[2], path, BLAKE3)
+    assert ROOTS[8] != root_from_inclusion(2, 8, LEAVES[2], path, BLAKE3)
 
 
 def test_inclusion_of_another_leaf_fails() -> None:
     """A path proves its own leaf only."""
     _, size, path = INCLUSION[-1]
-    assert ROOTS[size] != root_from_inclusion(7, size, LEAVES[6], path)
+    assert ROOTS[size] != root_from_inclusion(7, size, LEAVES[6], path, BLAKE3)
 
 
 def test_inclusion_index_out_of_range_gives_none() -> None:
     """An index outside the tree has no root."""
     assert (None, None) == (
-        root_from_inclusion(8, 8, LEAVES[0], []),
-        root_from_inclusion(-1, 8, LEAVES[0], []),
+        root_from_inclusion(8, 8, LEAVES[0], [], BLAKE3),
+        root_from_inclusion(-1, 8, LEAVES[0], [], BLAKE3),
     )
 
 
@@ -256,23 +259,23 @@ def test_tampered_consistency_proofs_fail(tamper: str) -> None:
             continue
         m, n, p = CONSISTENCY_TAMPERS[tamper](old, new, path)
         if m < n:
-            assert (ROOTS[m], ROOTS[n]) != roots_from_consistency(m, n, ROOTS[m], p)
+            assert (ROOTS[m], ROOTS[n]) != roots_from_consistency(m, n, ROOTS[m], p, BLAKE3)
 
 
 def test_consistency_proof_for_other_trees_fails() -> None:
     """A proof that 3 extends to 7 does not show that 3 extends to 8."""
     _, _, path = next(v for v in CONSISTENCY if v[:2] == (3, 7))
-    assert (ROOTS[3], ROOTS[8]) != roots_from_consistency(3, 8, ROOTS[3], path)
+    assert (ROOTS[3], ROOTS[8]) != roots_from_consistency(3, 8, ROOTS[3], path, BLAKE3)
 
 
 def test_consistency_needs_sizes_in_order_and_a_path() -> None:
     """Equal, reversed or zero sizes and an empty path give no roots."""
     _, _, path = next(v for v in CONSISTENCY if v[:2] == (3, 7))
     assert [None] * 4 == [
-        roots_from_consistency(7, 7, ROOTS[7], path),
-        roots_from_consistency(7, 3, ROOTS[7], path),
-        roots_from_consistency(0, 3, ROOTS[0], path),
-        roots_from_consistency(3, 7, ROOTS[3], []),
+        roots_from_consistency(7, 7, ROOTS[7], path, BLAKE3),
+        roots_from_consistency(7, 3, ROOTS[7], path, BLAKE3),
+        roots_from_consistency(0, 3, ROOTS[0], path, BLAKE3),
+        roots_from_consistency(3, 7, ROOTS[3], [], BLAKE3),
     ]
 
 
@@ -291,7 +294,7 @@ def test_inclusion_paths_match_reference_at_any_size(size: int, data: st.DataObj
     leaves, inputs = _leaves(size), [i.to_bytes(4, "big") for i in range(size)]
     path = [span_hash(leaves, span) for span in inclusion_spans(index, size)]
     assert ref_path(index, inputs) == path
-    assert ref_mth(inputs) == root_from_inclusion(index, size, leaves[index], path)
+    assert ref_mth(inputs) == root_from_inclusion(index, size, leaves[index], path, BLAKE3)
 
 
 @settings(max_examples=60, deadline=None)
@@ -303,7 +306,7 @@ def test_consistency_paths_match_reference_at_any_size(new: int, data: st.DataOb
     path = [span_hash(leaves, span) for span in consistency_spans(old, new)]
     assert ref_proof(old, inputs) == path
     expected = (ref_mth(inputs[:old]), ref_mth(inputs))
-    assert expected == roots_from_consistency(old, new, expected[0], path)
+    assert expected == roots_from_consistency(old, new, expected[0], path, BLAKE3)
 
 
 @settings(max_examples=40, deadline=None)
@@ -312,9 +315,9 @@ def test_compact_range_in_any_chunks_gives_the_root(chunks: list[int]) -> None:
     """Leaves added in chunks of any sizes, and ranges joined by pushing their subtrees,
     give the same root as the reference."""
     leaves = _leaves(sum(chunks))
-    whole, start = CompactRange(), 0
+    whole, start = CompactRange(BLAKE3), 0
     for size in chunks:
-        part = CompactRange(start)
+        part = CompactRange(BLAKE3, start)
         part.add_leaves(leaves[start : start + size])
         for level, node in part.nodes():
             whole.push(level, node)
@@ -325,7 +328,7 @@ def test_compact_range_in_any_chunks_gives_the_root(chunks: list[int]) -> None:
 def test_compact_range_reports_every_merged_subtree() -> None:
     """`on_merge` hears of each completed subtree with its level, index and hash."""
     merged: list[tuple[int, int, bytes]] = []
-    tree = CompactRange(on_merge=lambda *node: merged.append(node))
+    tree = CompactRange(BLAKE3, on_merge=lambda *node: merged.append(node))
     leaves = _leaves(6)
     tree.add_leaves(leaves[:1])
     for leaf in leaves[1:]:
@@ -353,14 +356,14 @@ def test_split_is_the_largest_power_of_two_below() -> None:
 
 def test_misaligned_subtree_is_refused() -> None:
     """A level-1 subtree cannot start at an odd leaf."""
-    tree = CompactRange(1)
+    tree = CompactRange(BLAKE3, 1)
     with pytest.raises(InvalidInputError):
-        tree.push(1, EMPTY_ROOT)
+        tree.push(1, BLAKE3.empty_root())
 
 
 def test_range_not_starting_at_zero_has_no_root() -> None:
     """Only a range over leaves from 0 has a root."""
-    tree = CompactRange(4)
+    tree = CompactRange(BLAKE3, 4)
     tree.add_leaves(_leaves(4))
     with pytest.raises(InvalidInputError):
         tree.root()
