@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters, stdio_client
 
-EXPECTED_TOOLS = {"publish", "subscribe", "add", "recall", "history"}
+EXPECTED_TOOLS = {"publish", "subscribe", "add", "recall", "history", "tags"}
 
 
 async def round_trip(db: Path) -> None:
@@ -35,9 +35,17 @@ async def round_trip(db: Path) -> None:
         facts = (read.structured_content or {}).get("facts", [])
         if [("users", "id int")] != [(fact["key"], fact["value"]) for fact in facts]:
             raise SystemExit(f"subscribe returned {facts!r}")
+        listed = await client.call_tool("tags", {})
+        recalled = await client.call_tool("recall", {"tags": ["api"]})
+        tags = (listed.structured_content or {}).get("tags", [])
+        if [("api", ["users"])] != [(tag["tag"], tag["keys"]) for tag in tags]:
+            raise SystemExit(f"tags returned {tags!r}")
+        prompt = " ".join(getattr(block, "text", "") for block in recalled.content)
+        if 'fact position=1 scope=project tag="api" key="users"' not in prompt:
+            raise SystemExit(f"recall returned {prompt!r}")
         print(
             f"mcp round trip: {client.server_info.name} {client.server_info.version}, "
-            f"{len(tools)} tools, published and read back api/users"
+            f"{len(tools)} tools, published, listed, recalled and read back api/users"
         )
 
 

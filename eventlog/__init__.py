@@ -12,8 +12,8 @@ from eventlog.backend import (
     Durability,
     EventLog,
     Head,
+    LogSnapshot,
     LogTransaction,
-    ReadSnapshot,
     StoredRow,
 )
 from eventlog.checks import MAX_CONTENT_BYTES, is_dsn
@@ -58,16 +58,13 @@ from eventlog.events import (
     QuarantineReleased,
     RecallRecorded,
     RecordedEvent,
-    RecordedPayload,
-    TextState,
     TrustSettings,
     Unreadable,
     is_operator_action,
 )
-from eventlog.formats import LogFormat
 from eventlog.sqlite import SQLiteEventLog
 from eventlog.stored import chain_at
-from eventlog.verify import ChainReport, ChainWalker, Finding, Problem, verify_chain
+from eventlog.verify import ChainReport, ChainWalker, Problem, verify_chain
 from eventlog.version import __version__
 
 if TYPE_CHECKING:
@@ -95,7 +92,6 @@ __all__ = [
     "FactPublished",
     "FactRejected",
     "FactledgerError",
-    "Finding",
     "Head",
     "InvalidInputError",
     "InvalidTypeError",
@@ -103,8 +99,8 @@ __all__ = [
     "LegacyFormatError",
     "LogBusyError",
     "LogExistsError",
-    "LogFormat",
     "LogMissingError",
+    "LogSnapshot",
     "LogTransaction",
     "MemoryAdded",
     "MemoryRemoved",
@@ -118,14 +114,11 @@ __all__ = [
     "QuarantineApplied",
     "QuarantineReleased",
     "ReadOnlyStoreError",
-    "ReadSnapshot",
     "RecallRecorded",
     "RecordedEvent",
-    "RecordedPayload",
     "SQLiteEventLog",
     "StorageError",
     "StoredRow",
-    "TextState",
     "TrustSettings",
     "UnknownEventKindError",
     "Unreadable",

@@ -48,7 +48,7 @@ class Head(msgspec.Struct, frozen=True, kw_only=True):
     chain_hash: str
 
 
-class ReadSnapshot(Protocol):
+class LogSnapshot(Protocol):
     """A consistent read of the log.
 
     Every reader of events (a log, a transaction, a snapshot, a read model's snapshot) reads
@@ -70,7 +70,7 @@ class ReadSnapshot(Protocol):
     def event_at(self, position: int) -> RecordedEvent: ...
 
 
-class LogTransaction(ReadSnapshot, Protocol):
+class LogTransaction(LogSnapshot, Protocol):
     """A write transaction: its appends commit together or not at all."""
 
     def append(self, event: NewEvent) -> RecordedEvent: ...
@@ -96,7 +96,7 @@ class EventLog(Protocol):
 
     def transaction(self) -> AbstractContextManager[LogTransaction]: ...
 
-    def snapshot(self) -> AbstractContextManager[ReadSnapshot]: ...
+    def snapshot(self) -> AbstractContextManager[LogSnapshot]: ...
 
     def append(self, event: NewEvent) -> RecordedEvent: ...
 
@@ -105,11 +105,11 @@ class EventLog(Protocol):
     def read(
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
-        """Events after `after` up to `until`, at most `limit`, as `ReadSnapshot.read`."""
+        """Events after `after` up to `until`, at most `limit`, as `LogSnapshot.read`."""
         ...
 
     def event_at(self, position: int) -> RecordedEvent:
-        """The event at `position`, as `ReadSnapshot.event_at`."""
+        """The event at `position`, as `LogSnapshot.event_at`."""
         ...
 
     def scan(

@@ -510,14 +510,14 @@ class PostgresEventLog:
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
         """Events after `after` up to `until` (default: the head when the read began), at most
-        `limit`, in position order (`ReadSnapshot.read`), a chunk at a time, holding the
+        `limit`, in position order (`LogSnapshot.read`), a chunk at a time, holding the
         handle only while a chunk is fetched."""
         span = window(after, until, limit)
         last = span.until if span.until is not None else self.head().position
         return decoded_events(self._fetch, self._format, span.after, last, span.limit)
 
     def event_at(self, position: int) -> RecordedEvent:
-        """The event at `position`, in one round trip (`ReadSnapshot.event_at`)."""
+        """The event at `position`, in one round trip (`LogSnapshot.event_at`)."""
         return lookup_event(self._fetch, self._format, position)
 
     def scan(

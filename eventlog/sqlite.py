@@ -439,7 +439,7 @@ class SQLiteEventLog:
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
         """Events after `after` up to `until` (default: the head when the read began), at most
-        `limit`, in position order (`ReadSnapshot.read`).
+        `limit`, in position order (`LogSnapshot.read`).
 
         Reads in chunks, holding the handle only while a chunk is fetched: memory stays constant
         and writers are not blocked for the length of the read.
@@ -449,7 +449,7 @@ class SQLiteEventLog:
         return decoded_events(self._fetch, self._format, span.after, last, span.limit)
 
     def event_at(self, position: int) -> RecordedEvent:
-        """The event at `position`, in one lookup (`ReadSnapshot.event_at`)."""
+        """The event at `position`, in one lookup (`LogSnapshot.event_at`)."""
         return lookup_event(self._fetch, self._format, position)
 
     def scan(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from eventlog.backend import EventLog, Head, ReadSnapshot
+from eventlog.backend import EventLog, Head, LogSnapshot
 from eventlog.checks import check_position
 from eventlog.errors import EventNotFoundError
 from eventlog.events import RecordedEvent
@@ -17,7 +17,7 @@ def genesis_of(event_log: EventLog) -> bytes:
     return event_log.log_format.chain.genesis(event_log.log_id)
 
 
-def chain_at(source: EventLog | ReadSnapshot, position: int) -> str | None:
+def chain_at(source: EventLog | LogSnapshot, position: int) -> str | None:
     """The hex chain hash stored with the event at `position` (1 or more), or None if no
     event is stored there. Before the first event the chain value is the genesis
     (`genesis_of`)."""
@@ -44,13 +44,13 @@ class LogUpTo:
     def read(
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
-        """Events after `after`, up to `until` and never past the head (`ReadSnapshot.read`)."""
+        """Events after `after`, up to `until` and never past the head (`LogSnapshot.read`)."""
         span = window(after, until, limit)
         last = self._head.position if span.until is None else min(span.until, self._head.position)
         return self._log.read(after=span.after, until=last, limit=span.limit)
 
     def event_at(self, position: int) -> RecordedEvent:
-        """The event at `position`, if it is not past the head (`ReadSnapshot.event_at`)."""
+        """The event at `position`, if it is not past the head (`LogSnapshot.event_at`)."""
         if type(position) is int and position > self._head.position:
             raise EventNotFoundError(position)
         return self._log.event_at(position)

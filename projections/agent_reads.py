@@ -32,6 +32,7 @@ from projections import reading
 from projections.entries import Fact, MemoryEntry
 from projections.knowledge import fact_identity, run_key
 from projections.prompt import Recall, recall_memory
+from projections.tags import TagListing, list_tags
 from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import (
     check_allow_list,
@@ -97,7 +98,7 @@ def policy_for(
             f"trust_policy must be a MemoryTrustPolicy, not {type(trust_policy).__name__}"
         )
     policy = trust_policy if trust_policy is not None else active_trust_policy()
-    return policy.trusting(identity.adapter)
+    return reading.reader_policy(policy, identity.adapter)
 
 
 def agent_reading(
@@ -108,8 +109,10 @@ def agent_reading(
     show_all: bool = False,
 ) -> reading.Reading:
     """How `identity` reads through `store`: named in its receipts (under the adapter the
-    store writes as when the identity names none), under `policy_for` its policy."""
-    policy = policy_for(identity, trust_policy)
+    store writes as when the identity names none), under `trust_policy` (the store's when
+    None: `MemoryView.trust_policy`) with the reader's own adapter trusted."""
+    _check_identity(identity)
+    policy = reading.policy_given(store, trust_policy)
     reader = reading.NamedReader.of(store, identity.task_id, identity.run_id, identity.adapter)
     return reading.Reading(reader, policy, _flag("show_all", show_all))
 
@@ -229,15 +232,29 @@ def recall(
     trust_policy: MemoryTrustPolicy | None = None,
 ) -> Recall:
     """The prompt section `load_persistent_memory` builds for this reader, with its receipt."""
+    _check_identity(identity)
     return recall_memory(
         store,
         tags,
-        trust_policy=policy_for(identity, trust_policy),
+        trust_policy=trust_policy,
         limit=limit,
         task_id=identity.task_id,
         run_id=identity.run_id or None,
         adapter=identity.adapter,
     )
+
+
+def read_tags(
+    store: MemoryView,
+    identity: AgentIdentity,
+    *,
+    scope: str = "project",
+    trust_policy: MemoryTrustPolicy | None = None,
+) -> TagListing:
+    """The tags under `scope` this reader may see, with their facts' keys and counts
+    (`projections.tags`), receipted: what to pass `read_facts`, `read_history` and `recall`."""
+    how = agent_reading(store, identity, trust_policy)
+    return list_tags(store, how, _scope(scope, identity), identity.run_id)
 
 
 def _check_identity(identity: object) -> None:

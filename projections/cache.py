@@ -50,10 +50,10 @@ from projections import sql
 from projections.database import CacheDatabase
 from projections.errors import CacheChoiceError, CacheRefusedError
 from projections.projector import (
-    ModelSnapshot,
+    LiveReadModel,
     Projection,
     Projector,
-    ReadModel,
+    ReadModelSnapshot,
     advance,
     await_position,
     batches,
@@ -64,7 +64,7 @@ from projections.projector import (
     recreate,
     reset_checkpoints,
 )
-from projections.reads import Readable
+from projections.reads import Queryable
 from projections.tables import table_exists
 
 log = get_logger("factledger.projections")
@@ -77,7 +77,7 @@ def open_read_model(
     projectors: Sequence[Projector],
     *,
     cache: str | os.PathLike[str] | None = None,
-) -> ReadModel:
+) -> LiveReadModel:
     """The one place a read model is chosen, not yet opened: a host's cache file when `cache`
     is given; else the log's own file for a SQLite log; else a cache in memory, folded from
     the log when opened."""
@@ -202,7 +202,7 @@ class CacheProjection:
         )
 
     @contextmanager
-    def snapshot(self) -> Iterator[ModelSnapshot]:
+    def snapshot(self) -> Iterator[ReadModelSnapshot]:
         """A consistent read of the cache, caught up to the log's head first."""
         with self._cache.lock:
             if self._cache.in_transaction:
@@ -242,7 +242,7 @@ class CacheProjection:
             finally:
                 tx.end_read()
 
-    def replace(self, source: Readable, folded: Head) -> int:
+    def replace(self, source: Queryable, folded: Head) -> int:
         """Replace the cache's tables with `source`'s (a read model folded from this log up to
         `folded`) and its checkpoints with `folded`, in one cache transaction; then catch up.
         Returns the position the cache is at afterwards."""
@@ -354,7 +354,7 @@ class CacheProjection:
             position=position,
         )
 
-    def _state(self, db: Readable) -> Head:
+    def _state(self, db: Queryable) -> Head:
         """Where the cache is: the one checkpoint every projector shares."""
         state = self._state_of(checkpoint_rows(db))
         if state is None:
@@ -396,14 +396,14 @@ class _CacheSnapshot:
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
         """The log's events, never past the position this read of the cache shows
-        (`ReadSnapshot.read`)."""
+        (`LogSnapshot.read`)."""
         return LogUpTo(self._projection._log, self.head()).read(
             after=after, until=until, limit=limit
         )
 
     def event_at(self, position: int) -> RecordedEvent:
         """The log's event at `position`, if this read of the cache shows it, in one
-        lookup in the log (`ReadSnapshot.event_at`)."""
+        lookup in the log (`LogSnapshot.event_at`)."""
         return LogUpTo(self._projection._log, self.head()).event_at(position)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:

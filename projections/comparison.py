@@ -29,13 +29,13 @@ from typing import Any
 
 import msgspec
 
-from eventlog import EventLog, Head, ReadSnapshot, SQLiteEventLog, chain_at
+from eventlog import EventLog, Head, LogSnapshot, SQLiteEventLog, chain_at
 from eventlog.stored import genesis_of
 from projections import sql
 from projections.database import ScratchDatabase, in_log_file
 from projections.drift import same_text
 from projections.projector import Projector, checkpoint_rows, fold, tables_kept
-from projections.reads import Readable, Row
+from projections.reads import Queryable, Row
 from projections.tables import table_digest, table_exists, table_rows
 from projections.view import default_projectors
 
@@ -84,13 +84,13 @@ def checkpoint_drift(event_log: SQLiteEventLog) -> list[Drift]:
         return _checkpoint_drift(in_log_file(event_log), snap, event_log, deep=False)[0]
 
 
-def table_digests(db: Readable, tables: Iterable[str]) -> dict[str, str | None]:
+def table_digests(db: Queryable, tables: Iterable[str]) -> dict[str, str | None]:
     """Each table's digest in `db`, None for a table it lacks."""
     return {table: table_digest(db, table) if table_exists(db, table) else None for table in tables}
 
 
 def compare_tables(
-    live: dict[str, str | None], rebuilt: Readable, tables: Iterable[str]
+    live: dict[str, str | None], rebuilt: Queryable, tables: Iterable[str]
 ) -> list[TableComparison]:
     """Each of `tables` held to the log refolded into `rebuilt`, by the live side's digests
     (`table_digests`, taken in the read the refold was folded up to)."""
@@ -132,7 +132,7 @@ def read_model_drift(event_log: SQLiteEventLog) -> DriftReport:
 
 
 def _checkpoint_drift(
-    live: Readable, snap: ReadSnapshot, event_log: EventLog, *, deep: bool
+    live: Queryable, snap: LogSnapshot, event_log: EventLog, *, deep: bool
 ) -> tuple[list[Drift], dict[Head, list[Projector]]]:
     """Checkpoints the log does not bear out (and, when `deep`, projectors that cannot be
     compared), and the projectors that can be, grouped by the position their checkpoints
@@ -189,7 +189,7 @@ def _checkpoint_drift(
     return drift, groups
 
 
-def _table_drift(live: Readable, fresh: Readable, table: str) -> Iterator[Drift]:
+def _table_drift(live: Queryable, fresh: Queryable, table: str) -> Iterator[Drift]:
     """The rows where `live`'s `table` differs from `fresh`'s, in primary-key order."""
     info = sql.TABLE_INFO.rows(fresh, (table, "main"))
     columns = [column.name for column in info]

@@ -33,7 +33,7 @@ from eventlog import (
 )
 from projections import sql_audit, sql_knowledge
 from projections.projector import TableWriter
-from projections.sql import Readable
+from projections.sql import Queryable
 from projections.sql_knowledge import Held as Held
 from projections.sql_knowledge import Policy as Policy
 
@@ -190,13 +190,13 @@ def decide(
     return Publication.held(held)
 
 
-def held_versions(db: Readable, positions: Sequence[int]) -> list[Held]:
+def held_versions(db: Queryable, positions: Sequence[int]) -> list[Held]:
     """Held versions among `positions`."""
     return sql_knowledge.HELD_AMONG.among(db, positions)
 
 
 def held_matching(
-    db: Readable,
+    db: Queryable,
     *,
     scope: str | None = None,
     tag: str | None = None,
@@ -208,7 +208,7 @@ def held_matching(
     return sql_knowledge.HELD_MATCHING.format(filters=filters).rows(db, params)
 
 
-def policies(db: Readable) -> list[Policy]:
+def policies(db: Queryable) -> list[Policy]:
     """Every tag's policy in force."""
     return sql_knowledge.CONFLICT_POLICIES.rows(db)
 

@@ -41,7 +41,7 @@ from eventlog.logs import get_logger
 from eventlog.signing import authorization_of, claims_of, is_unsigned_import
 from projections import sql_reads
 from projections.entries import MemoryEntry
-from projections.projector import ModelSnapshot
+from projections.projector import ReadModelSnapshot
 
 log = get_logger("factledger.projections")
 
@@ -108,7 +108,7 @@ def entry_problems(entry: MemoryEntry, record: RecordedEvent | None) -> tuple[st
 
 
 def unconfirmed_entries(
-    snap: ModelSnapshot, entries: Sequence[MemoryEntry]
+    snap: ReadModelSnapshot, entries: Sequence[MemoryEntry]
 ) -> dict[int, tuple[str, ...]]:
     """The entries among `entries` whose rows their events in `snap` do not bear out, by
     position, with the fields that differ (`hidden` for a row shown that a quarantine
@@ -128,7 +128,7 @@ def unconfirmed_entries(
     return found
 
 
-def _event_at(snap: ModelSnapshot, position: int) -> RecordedEvent | None:
+def _event_at(snap: ReadModelSnapshot, position: int) -> RecordedEvent | None:
     try:
         return snap.event_at(position)
     except (EventNotFoundError, CorruptLogError):

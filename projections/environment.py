@@ -111,6 +111,11 @@ def db_path() -> str:
     return DB.value()
 
 
+def db_named() -> bool:
+    """Whether the environment names the database (FACTLEDGER_DB set, not empty)."""
+    return any(os.environ.get(name, "").strip() for name in DB.variables)
+
+
 def dsn() -> str | None:
     """The log held elsewhere the command line opens, if one is set."""
     return DSN.value() or None

@@ -9,7 +9,7 @@ from operator import attrgetter
 
 from projections import sql_audit, sql_knowledge, sql_reads
 from projections.knowledge import Identity
-from projections.sql import Readable
+from projections.sql import Queryable
 from projections.sql_audit import Blamed as Blamed
 from projections.sql_audit import CurrentValue as CurrentValue
 from projections.sql_audit import LiveEntry as LiveEntry
@@ -27,7 +27,7 @@ would return them."""
 
 
 def fact_versions(
-    db: Readable,
+    db: Queryable,
     *,
     scope: str | None = None,
     tag: str | None = None,
@@ -40,59 +40,59 @@ def fact_versions(
 
 
 def fact_blame(
-    db: Readable, *, scope: str | None = None, tag: str | None = None, run_id: str | None = None
+    db: Queryable, *, scope: str | None = None, tag: str | None = None, run_id: str | None = None
 ) -> list[Blamed]:
     """Current fact versions by identity, with the count of versions before each."""
     filters, params = sql_audit.fact_filters(scope, tag, None, run_id)
     return sql_audit.FACT_BLAME.format(filters=filters).rows(db, params)
 
 
-def current_fact_values(db: Readable) -> dict[Identity, CurrentValue]:
+def current_fact_values(db: Queryable) -> dict[Identity, CurrentValue]:
     """Each fact identity's current version (position, value, source adapter)."""
     return {row.identity(): row for row in sql_audit.FACT_CURRENT_VALUES.rows(db)}
 
 
-def held_among(db: Readable, positions: Sequence[int]) -> set[int]:
+def held_among(db: Queryable, positions: Sequence[int]) -> set[int]:
     """The fact versions among `positions` a conflict policy held or denied (never current
     when published)."""
     return {row.position for row in sql_knowledge.HELD_AMONG.among(db, positions)}
 
 
-def quarantine_state(db: Readable, position: int) -> Quarantine | None:
+def quarantine_state(db: Queryable, position: int) -> Quarantine | None:
     """The quarantine at `position` (its reason, and the release that undid it), or None if
     none is."""
     return sql_knowledge.QUARANTINE_GET.first(db, (position,))
 
 
-def quarantines(db: Readable) -> list[Quarantine]:
+def quarantines(db: Queryable) -> list[Quarantine]:
     """Every quarantine that took effect."""
     return sql_knowledge.QUARANTINE_ALL.rows(db)
 
 
-def operators(db: Readable) -> list[Operator]:
+def operators(db: Queryable) -> list[Operator]:
     """Every operator key the log registered, in the order added."""
     return sql_knowledge.OPERATOR_LIST.rows(db)
 
 
-def operator(db: Readable, key_id: str) -> Operator | None:
+def operator(db: Queryable, key_id: str) -> Operator | None:
     """The operator key `key_id`, or None if never registered."""
     return sql_knowledge.OPERATOR_GET.first(db, (key_id,))
 
 
-def has_operator(db: Readable) -> bool:
+def has_operator(db: Queryable) -> bool:
     """Whether the log registered an operator key: from then on operator actions need one's
     signature."""
     return sql_knowledge.OPERATOR_ANY.exists(db)
 
 
-def unauthorized(db: Readable, positions: Sequence[int] | None = None) -> list[Unauthorized]:
+def unauthorized(db: Queryable, positions: Sequence[int] | None = None) -> list[Unauthorized]:
     """Operator actions that took no effect (of `positions`, or all), by position."""
     if positions is None:
         return sql_knowledge.UNAUTHORIZED_ALL.rows(db)
     return sorted(sql_knowledge.UNAUTHORIZED_AT.among(db, positions), key=_BY_POSITION)
 
 
-def imported_rows(db: Readable, *, signed: bool) -> set[tuple[int, float, str]]:
+def imported_rows(db: Queryable, *, signed: bool) -> set[tuple[int, float, str]]:
     """Legacy rows imported with effect (with `signed`, only those an operator's signature
     made count): (legacy id, created_at, content hash)."""
     return {
@@ -101,27 +101,27 @@ def imported_rows(db: Readable, *, signed: bool) -> set[tuple[int, float, str]]:
     }
 
 
-def receipts_touching(db: Readable, positions: Sequence[int]) -> list[ReceiptItem]:
+def receipts_touching(db: Queryable, positions: Sequence[int]) -> list[ReceiptItem]:
     """Receipt items naming any of `positions`, by receipt."""
     found = sql_reads.RECEIPTS_TOUCHING.among(db, positions)
     return sorted(found, key=attrgetter("receipt_position", "event_position"))
 
 
-def live_facts(db: Readable, positions: Sequence[int]) -> list[LiveFact]:
+def live_facts(db: Queryable, positions: Sequence[int]) -> list[LiveFact]:
     """Which of `positions` are current fact versions."""
     return sorted(sql_audit.FORENSIC_LIVE_FACTS.among(db, positions), key=_BY_POSITION)
 
 
-def live_entries(db: Readable, positions: Sequence[int]) -> list[LiveEntry]:
+def live_entries(db: Queryable, positions: Sequence[int]) -> list[LiveEntry]:
     """Which of `positions` are visible memory entries."""
     return sorted(sql_audit.FORENSIC_LIVE_ENTRIES.among(db, positions), key=attrgetter("id"))
 
 
-def replaced_by(db: Readable, positions: Sequence[int]) -> list[Succession]:
+def replaced_by(db: Queryable, positions: Sequence[int]) -> list[Succession]:
     """The versions the fact versions at `positions` replaced (`other_*`)."""
     return sorted(sql_audit.FORENSIC_OVERWRITTEN.among(db, positions), key=_BY_POSITION)
 
 
-def replaced_later(db: Readable, positions: Sequence[int]) -> list[Succession]:
+def replaced_later(db: Queryable, positions: Sequence[int]) -> list[Succession]:
     """The next version (`other_*`) after each fact version at `positions`."""
     return sorted(sql_audit.FORENSIC_NEXT_VERSIONS.among(db, positions), key=_BY_POSITION)

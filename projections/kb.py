@@ -1,69 +1,39 @@
-"""`CrossTaskKB`: one task publishes a fact under (scope, tag, key); later tasks subscribe.
+"""`KnowledgeBase`: one task publishes a fact under (scope, tag, key); later tasks subscribe.
 
 Last write wins by log position, never by timestamp. Every version stays in the log and in
-`history`. A fact is also a `cross_task` memory entry tagged with its tag.
+`history`. A fact is also a `cross_task` memory entry tagged with its tag. The public
+`CrossTaskKB` is this class with the replaced store's counter and hook on top
+(`projections.compat`).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from msgspec import UNSET
 
 from eventlog import FactPublished, InvalidInputError, InvalidTypeError, NewEvent, RecordedEvent
-from eventlog.checks import check_actor, check_content, check_optional_actor, check_positions
+from eventlog.checks import check_actor, check_optional_actor, check_positions
 from eventlog.logs import get_logger
 from projections import reading, reads, sql_reads
 from projections.entries import Fact
 from projections.knowledge import fact_identity, run_key
 from projections.lineage import check_sources
-from projections.validation import check_allow_list, check_key, check_scope, check_tag
+from projections.validation import (
+    check_allow_list,
+    check_key,
+    check_scope,
+    check_tag,
+    check_text,
+)
 from projections.view import MemoryView
 
 log = get_logger("factledger.kb")
 
-HookDispatch = Callable[[str, dict[str, object]], None]
-FACT_PUBLISHED_HOOK = "kb.fact_published"
 
-
-class PublishCounter:
-    """Thread-safe counts of facts published and facts yielded to subscribers."""
-
-    __slots__ = ("_lock", "publish", "subscribe")
-
-    def __init__(self) -> None:
-        self.publish = 0
-        self.subscribe = 0
-        self._lock = threading.Lock()
-
-    def incr_publish(self, count: int = 1) -> None:
-        """Count published facts."""
-        with self._lock:
-            self.publish += count
-
-    def incr_subscribe(self, count: int = 1) -> None:
-        """Count facts yielded to subscribers."""
-        with self._lock:
-            self.subscribe += count
-
-    def snapshot(self) -> tuple[int, int]:
-        """(publish, subscribe), read together."""
-        with self._lock:
-            return self.publish, self.subscribe
-
-
-_GLOBAL_COUNTER = PublishCounter()
-
-
-def get_global_counter() -> PublishCounter:
-    """The process-global counter every facade uses unless given its own."""
-    return _GLOBAL_COUNTER
-
-
-class CrossTaskKB:
+class KnowledgeBase:
     """Publish/subscribe over the store, bound to one producing task and one run."""
 
     def __init__(
@@ -73,8 +43,6 @@ class CrossTaskKB:
         run_id: str = "",
         producer_task_id: str = "",
         source_adapter: str | None = None,
-        hook_dispatch: HookDispatch | None = None,
-        counter: PublishCounter | None = None,
         clock_ns: Callable[[], int] | None = None,
     ) -> None:
         if not isinstance(store, MemoryView):
@@ -83,26 +51,14 @@ class CrossTaskKB:
         self._run_id = check_actor("run_id", run_id, allow_empty=True)
         self._producer_task_id = check_actor("producer_task_id", producer_task_id, allow_empty=True)
         self._source_adapter = check_optional_actor("source_adapter", source_adapter)
-        for name, value in (("hook_dispatch", hook_dispatch), ("clock_ns", clock_ns)):
-            if value is not None and not callable(value):
-                raise InvalidTypeError(f"{name} must be callable, not {type(value).__name__}")
-        if counter is not None and not isinstance(counter, PublishCounter):
-            raise InvalidTypeError(
-                f"counter must be a PublishCounter, not {type(counter).__name__}"
-            )
-        self._hook_dispatch = hook_dispatch
-        self._counter = counter if counter is not None else _GLOBAL_COUNTER
+        if clock_ns is not None and not callable(clock_ns):
+            raise InvalidTypeError(f"clock_ns must be callable, not {type(clock_ns).__name__}")
         self._clock_ns = clock_ns or time.time_ns
 
     @property
     def store(self) -> MemoryView:
         """The store this facade writes through."""
         return self._store
-
-    @property
-    def counter(self) -> PublishCounter:
-        """The publish/subscribe counter."""
-        return self._counter
 
     @property
     def run_id(self) -> str:
@@ -151,17 +107,15 @@ class CrossTaskKB:
         ]
         if not events:
             return []
-        with self._store.write_transaction() as tx:
+        with reading.writable_store(self._store).write_transaction() as tx:
             check_sources(tx.head_position(), events)
             records = tx.append(events)
             span = (records[0].position, records[-1].position)
             replaced = {row.position: row for row in sql_reads.FACTS_REPLACED.rows(tx, span)}
         facts = [fact_from_record(record) for record in records]
-        self._counter.incr_publish(len(facts))
         for fact in facts:
             if fact.position in replaced:
                 _log_overwrite(fact, replaced[fact.position])
-            self._fire_hook(fact)
         return facts
 
     def _event(
@@ -174,7 +128,7 @@ class CrossTaskKB:
             scope=scope,
             tag=check_tag(tag),
             key=check_key(key),
-            value=_value(value),
+            value=check_text("value", value),
             derived_from=sources or UNSET,
         )
         return NewEvent(
@@ -209,7 +163,7 @@ class CrossTaskKB:
         identity = (checked_scope, run_key(checked_scope, self._run_id), checked_tag)
         if self._store.read_only:
             with self._store.snapshot() as snap:
-                return self._counted(reads.current_facts(snap, identity, adapters))
+                return iter(reads.current_facts(snap, identity, adapters))
         reader = reading.NamedReader.of(
             self._store, self._producer_task_id, self._run_id, self._source_adapter
         )
@@ -221,12 +175,7 @@ class CrossTaskKB:
             limit=reading.NO_LIMIT,
             show=reading.shown_as_stored,
         )
-        return self._counted(found.shown)
-
-    def _counted(self, facts: list[Fact]) -> Iterator[Fact]:
-        for fact in facts:
-            self._counter.incr_subscribe()
-            yield fact
+        return iter(found.shown)
 
     def history(self, tag: str, key: str, *, scope: str) -> list[Fact]:
         """Every version ever published under (scope, tag, key), oldest first."""
@@ -239,29 +188,6 @@ class CrossTaskKB:
         if checked == "run" and not self._run_id:
             raise InvalidInputError("scope 'run' needs a run_id; this facade has none")
         return checked
-
-    def _fire_hook(self, fact: Fact) -> None:
-        if self._hook_dispatch is None:
-            return
-        payload: dict[str, object] = {
-            "tag": fact.tag,
-            "key": fact.key,
-            "scope": fact.scope,
-            "producer_task_id": fact.producer_task_id,
-            "ts_ns": fact.ts_ns,
-            "content_hash": fact.content_hash,
-            "position": fact.position,
-            "source_adapter": fact.source_adapter,
-        }
-        try:
-            self._hook_dispatch(FACT_PUBLISHED_HOOK, payload)
-        except Exception as exc:
-            log.warning(
-                "fact_hook_failed",
-                hook_event=FACT_PUBLISHED_HOOK,
-                position=fact.position,
-                error_type=type(exc).__name__,
-            )
 
 
 def _log_overwrite(fact: Fact, previous: sql_reads.Replaced) -> None:
@@ -303,10 +229,3 @@ def fact_from_record(record: RecordedEvent) -> Fact:
         run_id=record.run_id,
         source_adapter=record.source_adapter,
     )
-
-
-def _value(value: object) -> str:
-    if not isinstance(value, str):
-        raise InvalidTypeError(f"value must be str, not {type(value).__name__}")
-    check_content("value", value)
-    return value

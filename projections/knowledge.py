@@ -40,7 +40,7 @@ from projections import conflicts, sql_knowledge
 from projections.conflicts import Publication
 from projections.operators import CLAIMS, UNSIGNED_IMPORT, Authority
 from projections.projector import TableWriter
-from projections.sql import Readable
+from projections.sql import Queryable
 
 Identity = tuple[str, str, str, str]
 """(scope, run_key, tag, key): run_key is the run id for run scope and '' for project scope."""
@@ -296,7 +296,7 @@ def _publish(writer: TableWriter, facts: Sequence[Publication], *, admitted: boo
     )
 
 
-def _current_positions(db: Readable, identities: Sequence[Identity]) -> dict[Identity, int]:
+def _current_positions(db: Queryable, identities: Sequence[Identity]) -> dict[Identity, int]:
     """The current version's position of each identity that has one."""
     found: dict[Identity, int] = {}
     for start in range(0, len(identities), IDENTITY_BATCH):
@@ -327,7 +327,7 @@ def _quarantine(writer: TableWriter, position: int, payload: QuarantineApplied) 
     _set_quarantined(writer, covered)
 
 
-def matching_positions(db: Readable, position: int, payload: QuarantineApplied) -> list[int]:
+def matching_positions(db: Queryable, position: int, payload: QuarantineApplied) -> list[int]:
     """Positions before `position` of content events (entries, fact versions) that every
     selector of `payload` matches: what a quarantine appended at `position` covers."""
     memory_filters: list[str] = []

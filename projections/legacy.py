@@ -25,19 +25,19 @@ from eventlog.checks import (
 from projections import sql
 from projections.database import open_read_only
 from projections.errors import LegacyImportError
-from projections.sql import Readable
+from projections.sql import Queryable
 from projections.validation import check_memory_type, check_tags
 
 REQUIRED = tuple(name for name in sql.Legacy.__struct_fields__ if name not in sql.LEGACY_OPTIONAL)
 
 
-def holds_legacy_table(db: Readable) -> bool:
+def holds_legacy_table(db: Queryable) -> bool:
     """Whether `db` has a table named `memory` (the replaced store's, perhaps)."""
     return sql.LEGACY_TABLE_EXISTS.exists(db)
 
 
 def legacy_events(
-    db: Readable,
+    db: Queryable,
     *,
     producer_task_id: str = "",
     run_id: str | None = None,

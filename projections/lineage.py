@@ -31,7 +31,7 @@ from eventlog import (
 )
 from projections import sql_reads
 from projections.projector import TableWriter
-from projections.sql import Readable
+from projections.sql import Queryable
 from projections.sql_reads import Link as Link
 
 Reader = tuple[str, str, str]
@@ -132,17 +132,17 @@ def check_sources(head: int, events: Iterable[NewEvent]) -> None:
             )
 
 
-def parents(db: Readable, positions: Sequence[int]) -> list[Link]:
+def parents(db: Queryable, positions: Sequence[int]) -> list[Link]:
     """Every link into `positions`: from a child (`origin`) to its parent (`reached`)."""
     return sql_reads.LINEAGE_PARENTS.among(db, positions)
 
 
-def children(db: Readable, positions: Sequence[int]) -> list[Link]:
+def children(db: Queryable, positions: Sequence[int]) -> list[Link]:
     """Every link out of `positions`: from a parent (`origin`) to its child (`reached`)."""
     return sql_reads.LINEAGE_CHILDREN.among(db, positions)
 
 
-def ancestors(db: Readable, positions: Sequence[int]) -> dict[int, set[int]]:
+def ancestors(db: Queryable, positions: Sequence[int]) -> dict[int, set[int]]:
     """Every ancestor of each of `positions` that has any."""
     found: dict[int, set[int]] = {}
     for row in sql_reads.LINEAGE_ANCESTORS.among(db, positions):

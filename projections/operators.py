@@ -20,9 +20,9 @@ from eventlog import (
     OperatorAdded,
     OperatorRemoved,
     RecordedEvent,
-    RecordedPayload,
 )
 from eventlog.checks import check_actor
+from eventlog.events import RecordedPayload
 from eventlog.signing import (
     PUBLIC_KEY_SIZE,
     action_statement,
@@ -34,7 +34,7 @@ from eventlog.signing import (
 )
 from projections import sql_knowledge
 from projections.projector import TableWriter
-from projections.sql import Readable
+from projections.sql import Queryable
 
 UNSIGNED = "unsigned"
 """The log has an operator, and the action carries no signature."""
@@ -137,7 +137,7 @@ class Authority:
             sql_knowledge.OPERATOR_REMOVE, (record.position, auth.key_id, payload.key_id)
         )
 
-    def signature_problem(self, db: Readable, record: RecordedEvent) -> str | None:
+    def signature_problem(self, db: Queryable, record: RecordedEvent) -> str | None:
         """Why `record` is not signed by a key registered at its position, or None."""
         auth = authorization_of(record.payload)
         if auth is None:

@@ -11,7 +11,7 @@ the append, the projectors' rows and their checkpoints commit as one transaction
 elsewhere pairs with a local cache database instead (`projections.cache.CacheProjection`):
 the append commits in the log, then the cache folds it and advances its checkpoints; a crash
 in between leaves the cache behind, and the same catch-up repairs it. Both keep the
-`ReadModel` surface the store, its views and the prompt builder use.
+`LiveReadModel` surface the store, its views and the prompt builder use.
 
 A handle holds its read model to the log on every read and write, not only when opened: a
 checkpoint table edited or emptied under a long-running handle (so that a quarantine row
@@ -32,9 +32,9 @@ from eventlog import (
     EventLog,
     Head,
     InvalidInputError,
+    LogSnapshot,
     LogTransaction,
     NewEvent,
-    ReadSnapshot,
     RecordedEvent,
     SQLiteEventLog,
     StorageError,
@@ -46,7 +46,7 @@ from eventlog.stored import genesis_of
 from projections import sql
 from projections.database import Database, in_log_file
 from projections.errors import SyncTimeoutError
-from projections.reads import Readable
+from projections.reads import Queryable
 from projections.tables import table_chunks, table_exists
 
 log = get_logger("factledger.projections")
@@ -126,7 +126,7 @@ def recreate(writer: TableWriter, projector: Projector) -> None:
     projector.create(writer)
 
 
-def copy_tables(writer: TableWriter, source: Readable, projectors: Sequence[Projector]) -> None:
+def copy_tables(writer: TableWriter, source: Queryable, projectors: Sequence[Projector]) -> None:
     """Recreate every projector's tables in `writer` holding `source`'s rows."""
     for projector in projectors:
         recreate(writer, projector)
@@ -136,7 +136,7 @@ def copy_tables(writer: TableWriter, source: Readable, projectors: Sequence[Proj
                 writer.executemany(sql.TABLE_INSERT.format(table=table, marks=marks), chunk)
 
 
-def checkpoint_rows(db: Readable) -> dict[object, sql.Checkpoint]:
+def checkpoint_rows(db: Queryable) -> dict[object, sql.Checkpoint]:
     """Each projector's checkpoint in `db` by name, as stored; none when the checkpoint table
     is missing."""
     if not sql.CHECKPOINT_TABLE_EXISTS.exists(db):
@@ -144,7 +144,7 @@ def checkpoint_rows(db: Readable) -> dict[object, sql.Checkpoint]:
     return {row.name: row for row in sql.CHECKPOINT_ROWS.rows(db)}
 
 
-def checkpoints_at(db: Readable, projectors: Sequence[Projector], head: Head) -> bool:
+def checkpoints_at(db: Queryable, projectors: Sequence[Projector], head: Head) -> bool:
     """Whether every projector's checkpoint in `db` is `head` at its code's version."""
     found = checkpoint_rows(db)
     return all(folded_to(found.get(p.name), p) == head for p in projectors)
@@ -158,7 +158,7 @@ def folded_to(checkpoint: sql.Checkpoint | None, projector: Projector) -> Head |
     return checkpoint.head()
 
 
-def tables_kept(db: Readable, projector: Projector) -> list[str]:
+def tables_kept(db: Queryable, projector: Projector) -> list[str]:
     """The tables of `projector` that `db` holds."""
     return [table for table in projector.tables if table_exists(db, table)]
 
@@ -196,9 +196,9 @@ def await_position(
     return reached
 
 
-class ModelSnapshot(Protocol):
+class ReadModelSnapshot(Protocol):
     """A consistent read of the read model, the log position it shows, and the log's events
-    up to there (to hold a row to the event that wrote it), read as `ReadSnapshot` reads."""
+    up to there (to hold a row to the event that wrote it), read as `LogSnapshot` reads."""
 
     def head(self) -> Head: ...
 
@@ -222,7 +222,7 @@ class ProjectedTransaction(Protocol):
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]: ...
 
 
-class ReadModel(Protocol):
+class LiveReadModel(Protocol):
     """Projectors kept folded up to a log's head: in the log's own file (`Projection`), or in
     a host's cache beside a log held elsewhere (`projections.cache.CacheProjection`)."""
 
@@ -236,13 +236,13 @@ class ReadModel(Protocol):
 
     def current_at(self, head: Head) -> bool: ...
 
-    def snapshot(self) -> AbstractContextManager[ModelSnapshot]: ...
+    def snapshot(self) -> AbstractContextManager[ReadModelSnapshot]: ...
 
     def transaction(self) -> AbstractContextManager[ProjectedTransaction]: ...
 
     def sync(self, min_position: int | None = None, timeout: float = 5.0) -> int: ...
 
-    def replace(self, source: Readable, folded: Head) -> int: ...
+    def replace(self, source: Queryable, folded: Head) -> int: ...
 
     def close(self) -> None: ...
 
@@ -252,7 +252,7 @@ class _FileSnapshot:
 
     __slots__ = ("_db", "_log")
 
-    def __init__(self, log_snapshot: ReadSnapshot, db: Database) -> None:
+    def __init__(self, log_snapshot: LogSnapshot, db: Database) -> None:
         self._log = log_snapshot
         self._db = db
 
@@ -263,11 +263,11 @@ class _FileSnapshot:
     def read(
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
-        """The log's events in this read (`ReadSnapshot.read`)."""
+        """The log's events in this read (`LogSnapshot.read`)."""
         return self._log.read(after=after, until=until, limit=limit)
 
     def event_at(self, position: int) -> RecordedEvent:
-        """The log's event at `position` in this read (`ReadSnapshot.event_at`)."""
+        """The log's event at `position` in this read (`LogSnapshot.event_at`)."""
         return self._log.event_at(position)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
@@ -298,7 +298,7 @@ class Projection:
         return self._db
 
     @contextmanager
-    def snapshot(self) -> Iterator[ModelSnapshot]:
+    def snapshot(self) -> Iterator[ReadModelSnapshot]:
         """A consistent read of the read model, inside one read of the log. A read model
         whose checkpoints no longer name the log's head at the code's versions (edited,
         emptied, or behind an append around the API) is refolded first, as `open` does."""
@@ -341,7 +341,7 @@ class Projection:
         with self._log.transaction() as tx:
             self._refresh(tx)
 
-    def _known_current(self, snap: ReadSnapshot, *, with_head: bool) -> bool:
+    def _known_current(self, snap: LogSnapshot, *, with_head: bool) -> bool:
         """`current_at(snap.head())`, skipped while no other connection has committed to the
         file since this handle last found it so (`PRAGMA data_version`; its own appends fold
         as they go) and, `with_head`, the head is still the one it found or wrote (an append
@@ -436,7 +436,7 @@ class Projection:
                     )
                     applied[projector.name] = last.position
 
-    def replace(self, source: Readable, folded: Head) -> int:
+    def replace(self, source: Queryable, folded: Head) -> int:
         """Replace every projector's tables with `source`'s (a read model folded from this log
         up to `folded`), fold what was appended since, and reset the checkpoints: one write
         transaction, so readers see the old read model or the new one, and no append is lost.

@@ -36,9 +36,9 @@ from eventlog import (
 from eventlog.checks import MAX_POSITION
 from projections import reads, sql_reads
 from projections.entries import Fact, MemoryEntry
-from projections.projector import ModelSnapshot
-from projections.reads import Readable
-from projections.store import SQLiteMemoryStore
+from projections.projector import ReadModelSnapshot
+from projections.reads import Queryable
+from projections.store import MemoryStore
 from projections.trust import TRUSTED as TRUSTED
 from projections.trust import MemoryTrustPolicy
 from projections.verdicts import Judged as Judged
@@ -84,8 +84,9 @@ class NamedReader:
 @dataclass(frozen=True)
 class Reading:
     """How a read is made: for whom (None: an operator's audit, which is never receipted and
-    shows every row), under which policy, and whether every row is shown, marked with its
-    verdict, or only those the policy trusts."""
+    shows every row), under which policy (with the reader's own adapter trusted:
+    `reader_policy`), and whether every row is shown, marked with its verdict, or only those
+    the policy trusts."""
 
     reader: NamedReader | None
     policy: MemoryTrustPolicy
@@ -94,6 +95,15 @@ class Reading:
     def __post_init__(self) -> None:
         if self.reader is None:
             object.__setattr__(self, "everything", True)
+        else:
+            object.__setattr__(self, "policy", reader_policy(self.policy, self.reader.adapter))
+
+
+def reader_policy(policy: MemoryTrustPolicy, adapter: str | None) -> MemoryTrustPolicy:
+    """The policy a read by a reader writing under `adapter` is judged under: `policy` with
+    that adapter trusted. An agent is shown its own adapter's writes on every path (the
+    prompt, agents' reads over MCP and the command line); every `Reading` applies this."""
+    return policy.trusting(adapter)
 
 
 class Judge:
@@ -101,7 +111,9 @@ class Judge:
 
     __slots__ = ("everything", "policy", "snap")
 
-    def __init__(self, snap: ModelSnapshot, policy: MemoryTrustPolicy, everything: bool) -> None:
+    def __init__(
+        self, snap: ReadModelSnapshot, policy: MemoryTrustPolicy, everything: bool
+    ) -> None:
         self.snap = snap
         self.policy = policy
         self.everything = everything
@@ -176,16 +188,31 @@ def read(
     )
 
 
-def writable_store(store: object) -> SQLiteMemoryStore:
+def policy_given(store: object, trust_policy: object) -> MemoryTrustPolicy:
+    """The policy a read through `store` is given: `trust_policy`, else the store's own
+    (`MemoryView.trust_policy`: the environment's, or the adapters the store was opened to
+    trust)."""
+    if trust_policy is not None:
+        if not isinstance(trust_policy, MemoryTrustPolicy):
+            raise InvalidTypeError(
+                f"trust_policy must be a MemoryTrustPolicy, not {type(trust_policy).__name__}"
+            )
+        return trust_policy
+    if not isinstance(store, MemoryView):
+        raise InvalidTypeError(f"store must be a MemoryView, not {type(store).__name__}")
+    return store.trust_policy()
+
+
+def writable_store(store: object) -> MemoryStore:
     """A named reader's reads are receipted, so they need a store that writes."""
-    if isinstance(store, SQLiteMemoryStore):
+    if isinstance(store, MemoryStore):
         return store
     if isinstance(store, MemoryView):
         raise ReadOnlyStoreError(READ_ONLY)
     raise InvalidTypeError(f"store must be a SQLiteMemoryStore, not {type(store).__name__}")
 
 
-def _model(snap: Readable) -> ModelSnapshot:
+def _model(snap: Queryable) -> ReadModelSnapshot:
     """A snapshot that can hold rows to their events: a store's, or a view's of a whole log
     (`open_view`); a view of a past position, folded without its log, cannot judge."""
     if not (callable(getattr(snap, "head", None)) and callable(getattr(snap, "read", None))):
@@ -193,11 +220,11 @@ def _model(snap: Readable) -> ModelSnapshot:
             "reads are judged in a store, or a view of a log opened with open_view; "
             "a view of a past position cannot hold rows to their events"
         )
-    return cast(ModelSnapshot, snap)
+    return cast(ReadModelSnapshot, snap)
 
 
 def _receipt(
-    store: SQLiteMemoryStore,
+    store: MemoryStore,
     reading: Reading,
     tags: tuple[str, ...],
     limit: int,
@@ -407,7 +434,7 @@ def _trusted(rows: list[F], kept: list[Exclusion]) -> Selection[F]:
 
 
 def _versions(
-    snap: ModelSnapshot, identity: tuple[str, str, str, str], *, up_to: int
+    snap: ReadModelSnapshot, identity: tuple[str, str, str, str], *, up_to: int
 ) -> list[tuple[Fact, bool]]:
     """Versions of one fact identity at or below `up_to`, newest first, with their
     quarantine flags."""

@@ -11,7 +11,7 @@ from typing import NamedTuple, Protocol
 from eventlog.checks import MAX_POSITION
 from projections import sql, sql_knowledge, sql_reads
 from projections.entries import Fact, MemoryEntry
-from projections.sql import Readable as Readable
+from projections.sql import Queryable as Queryable
 from projections.sql import Row as Row
 
 Rank = tuple[int, float, int]
@@ -29,10 +29,10 @@ first, and expensive ones learn which long list is the shortest."""
 _TOP = (math.inf, 0)
 
 
-class Reader(Protocol):
+class SnapshotSource(Protocol):
     """Gives consistent snapshots of the read model."""
 
-    def snapshot(self) -> AbstractContextManager[Readable]: ...
+    def snapshot(self) -> AbstractContextManager[Queryable]: ...
 
 
 class Candidate(NamedTuple):
@@ -84,7 +84,7 @@ def fact_from_row(row: sql_reads.FactVersion) -> Fact:
 
 
 def entries(
-    db: Readable,
+    db: Queryable,
     *,
     type: str | None,
     tags: Sequence[str],
@@ -113,7 +113,7 @@ def entries(
 
 
 def relevant(
-    db: Readable,
+    db: Queryable,
     *,
     tags: Sequence[str],
     adapters: Sequence[str] | None,
@@ -131,7 +131,7 @@ def relevant(
 
 
 def prompt_candidates(
-    db: Readable,
+    db: Queryable,
     *,
     tags: Sequence[str],
     trusts: Callable[[str | None, bool], bool],
@@ -172,7 +172,7 @@ def prompt_candidates(
     )
 
 
-def _entries_by_id(db: Readable, ids: Sequence[int]) -> dict[int, MemoryEntry]:
+def _entries_by_id(db: Queryable, ids: Sequence[int]) -> dict[int, MemoryEntry]:
     return {row.id: entry_from_row(row) for row in sql_reads.ENTRIES_BY_ID.among(db, ids)}
 
 
@@ -181,7 +181,7 @@ def _everything(row: sql_reads.Ranked) -> bool:
 
 
 def _ranked(
-    db: Readable,
+    db: Queryable,
     tags: Sequence[str],
     filters: str,
     params: list[object],
@@ -196,7 +196,7 @@ def _ranked(
 
 
 def _newest(
-    db: Readable,
+    db: Queryable,
     filters: str,
     params: list[object],
     limit: int,
@@ -242,14 +242,14 @@ class _TagList:
         self.taken = 0
         self.exhausted = False
 
-    def count(self, db: Readable, cap: int) -> int:
+    def count(self, db: Queryable, cap: int) -> int:
         """How long the list is, counted up to `cap` entries."""
         if self.size is None or (self.size == self.cap and cap > self.cap):
             self.size = sql_reads.TAG_COUNT_UPTO.one(db, (self.tag, cap)).count
             self.cap = cap
         return self.size
 
-    def read(self, db: Readable, walk: _Walk, params: list[object]) -> list[sql_reads.TagRanked]:
+    def read(self, db: Queryable, walk: _Walk, params: list[object]) -> list[sql_reads.TagRanked]:
         """The next chunk of entries the walk's filters pass; chunks double as it goes on."""
         if self.reached is _TOP:
             rows = walk.first.rows(db, [self.tag, *params, self.chunk])
@@ -265,7 +265,7 @@ class _TagList:
 
 
 def _search(
-    db: Readable,
+    db: Queryable,
     tags: Sequence[str],
     filters: str,
     params: list[object],
@@ -317,7 +317,7 @@ def _search(
     return ranked
 
 
-def _shortest(db: Readable, lists: list[_TagList]) -> _TagList:
+def _shortest(db: Queryable, lists: list[_TagList]) -> _TagList:
     """The list to read next: the shortest, then the least read. Lists are counted up to
     SIZE_COUNT_CAP entries; once a search proves long, lists tied there are counted in full,
     which costs far less than reading the longer of them by mistake."""
@@ -336,7 +336,7 @@ def _rank_of(item: RankedRow) -> Rank:
 
 
 def current_facts(
-    db: Readable, identity: tuple[str, str, str], adapters: Sequence[str] | None
+    db: Queryable, identity: tuple[str, str, str], adapters: Sequence[str] | None
 ) -> list[Fact]:
     """One fact per key under (scope, run_key, tag): the newest visible version, newest first.
 
@@ -348,6 +348,6 @@ def current_facts(
     return [fact_from_row(row) for row in query.rows(db, [*identity, *adapters])]
 
 
-def fact_history(db: Readable, identity: tuple[str, str, str, str]) -> list[Fact]:
+def fact_history(db: Queryable, identity: tuple[str, str, str, str]) -> list[Fact]:
     """Every version published under one identity, oldest first."""
     return [fact_from_row(row) for row in sql_reads.FACT_HISTORY.rows(db, identity)]

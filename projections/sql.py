@@ -27,7 +27,7 @@ EDITED = (
 )
 _CLAIMS = msgspec.json.Decoder(LegacyClaims)
 Row = tuple[Any, ...]
-"""A row as SQLite returns it (`Readable.execute`)."""
+"""A row as SQLite returns it (`Queryable.execute`)."""
 ID_BATCH = 500
 """Positions bound per statement by `Query.among`, well under SQLite's limit."""
 BATCH = 4096
@@ -37,7 +37,7 @@ whole table is read. Large enough that inserts go in bulk and statements are few
 enough that memory stays flat however long the log."""
 
 
-class Readable(Protocol):
+class Queryable(Protocol):
     """Something read-model statements can run against."""
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[Row]: ...
@@ -68,7 +68,7 @@ class Query(Generic[R]):
         """The query with its `{fields}` filled by constant fragments (never input)."""
         return Query(self.text.format(**parts), self.row)
 
-    def rows(self, db: Readable, params: Sequence[object] = ()) -> list[R]:
+    def rows(self, db: Queryable, params: Sequence[object] = ()) -> list[R]:
         """Run the query on `db` and return its rows."""
         found = db.execute(self.text, params)
         try:
@@ -76,23 +76,23 @@ class Query(Generic[R]):
         except msgspec.ValidationError:
             raise StorageError(self._malformed(found)) from None
 
-    def first(self, db: Readable, params: Sequence[object] = ()) -> R | None:
+    def first(self, db: Queryable, params: Sequence[object] = ()) -> R | None:
         """The query's first row on `db`, or None when it returns none."""
         found = self.rows(db, params)
         return found[0] if found else None
 
-    def one(self, db: Readable, params: Sequence[object] = ()) -> R:
+    def one(self, db: Queryable, params: Sequence[object] = ()) -> R:
         """The one row the query returns on `db` (an aggregate, a pragma)."""
         found = self.first(db, params)
         if found is None:
             raise StorageError(f"the read model returned no {self.row.__name__} row")
         return found
 
-    def exists(self, db: Readable, params: Sequence[object] = ()) -> bool:
+    def exists(self, db: Queryable, params: Sequence[object] = ()) -> bool:
         """Whether the query returns any row on `db`."""
         return bool(db.execute(self.text, params))
 
-    def among(self, db: Readable, positions: Sequence[int]) -> list[R]:
+    def among(self, db: Queryable, positions: Sequence[int]) -> list[R]:
         """Rows over `positions`, bound into the query's `IN ({marks})` list `ID_BATCH` at a
         time, in execution order."""
         rows: list[R] = []

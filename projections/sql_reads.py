@@ -146,6 +146,22 @@ FACTS_CURRENT_ALLOWED = Query(
     "AND f.source_adapter IN ({marks}) GROUP BY f.key ORDER BY f.position DESC",
     AllowedVersion,
 )
+FACTS_AT = Query(
+    f"SELECT {FACT_COLUMNS} FROM fl_fact f WHERE f.position IN ({{marks}})", FactVersion
+)
+"""The fact versions written at some positions (a prompt names each fact's scope, tag and
+key)."""
+
+
+class TagName(Columns, frozen=True):
+    tag: str
+
+
+FACT_TAGS_IN_SCOPE = Query(
+    "SELECT DISTINCT tag FROM fl_fact_current WHERE scope = ? AND run_key = ? ORDER BY tag LIMIT ?",
+    TagName,
+)
+"""The tags with a current fact under (scope, run_key), in order (a tag listing)."""
 FACT_HISTORY = Query(
     f"SELECT {FACT_COLUMNS} FROM fl_fact f "
     "WHERE f.scope = ? AND f.run_key = ? AND f.tag = ? AND f.key = ? ORDER BY f.position",
@@ -228,6 +244,18 @@ RECEIPTS_TOUCHING = Query(
     "WHERE i.event_position IN ({marks}) ORDER BY r.position, i.event_position",
     ReceiptItem,
 )
+
+
+class Positioned(Columns, frozen=True):
+    position: int
+
+
+RECEIPTS_AFTER = Query(
+    "SELECT position FROM fl_receipt WHERE position > ? AND (? IS NULL OR task_id = ?) "
+    "AND (? IS NULL OR run_id = ?) ORDER BY position LIMIT ?",
+    Positioned,
+)
+"""The receipts after a position, of reads for a task and a run (NULL: any), oldest first."""
 
 # -- lineage: which writes were derived from which events -----------------------------------
 

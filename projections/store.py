@@ -1,13 +1,18 @@
-"""`SQLiteMemoryStore`: the memory store API, every write an event and every read a projection."""
+"""`MemoryStore`: the memory store, every write an event and every read a projection.
+
+It is a `MemoryView` (the reads) that adds the writes. The public `SQLiteMemoryStore` is this
+class with the replaced store's helpers on top (`projections.compat`).
+"""
 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, cast
 
 from msgspec import UNSET
 
@@ -28,7 +33,6 @@ from eventlog import (
 )
 from eventlog.checks import (
     check_actor,
-    check_content,
     check_finite,
     check_identifier,
     check_optional_actor,
@@ -40,8 +44,10 @@ from projections.cache import open_read_model
 from projections.database import Database
 from projections.legacy import legacy_events
 from projections.lineage import check_sources
-from projections.projector import ModelSnapshot, ProjectedTransaction, Projection
-from projections.validation import check_importance, check_memory_type, check_tags
+from projections.projector import ProjectedTransaction, Projection, ReadModelSnapshot
+from projections.receipts import Receipt, receipts
+from projections.trust import MemoryTrustPolicy, active_trust_policy
+from projections.validation import check_importance, check_memory_type, check_tags, check_text
 from projections.view import MemoryView, default_projectors
 
 ADD_KEYS = frozenset(
@@ -60,7 +66,7 @@ ADD_KEYS = frozenset(
 SECONDS_PER_DAY = 86400
 
 
-class SQLiteMemoryStore(MemoryView):
+class MemoryStore(MemoryView):
     """Persistent agent memory on an append-only, hash-chained log.
 
     By default the log and the read model share one SQLite file, `db_path`. With `log` (a
@@ -71,7 +77,9 @@ class SQLiteMemoryStore(MemoryView):
     PostgreSQL login bound to an adapter writes as that adapter, and a login bound to
     another refuses to open: `PermissionDeniedError`); `producer_task_id`
     and `run_id` likewise, on its removals, prunes, decays, legacy import and adds without a
-    task, so every event names its actor.
+    task, so every event names its actor. `trusted_adapters`, given, are the adapters the
+    prompt and agents' reads through this store trust when they are given no policy, in
+    place of FACTLEDGER_TRUST_ADAPTERS (`trust_policy()`).
     """
 
     def __init__(
@@ -84,7 +92,15 @@ class SQLiteMemoryStore(MemoryView):
         run_id: str | None = None,
         durability: Durability = "full",
         clock_ns: Callable[[], int] | None = None,
+        trusted_adapters: Iterable[str] | None = None,
     ) -> None:
+        self._trusted_adapters = (
+            None
+            if trusted_adapters is None
+            else MemoryTrustPolicy(
+                trusted_adapters=cast(frozenset[str], trusted_adapters)
+            ).trusted_adapters
+        )
         self._source_adapter = check_optional_actor("source_adapter", source_adapter)
         self._producer = check_actor("producer_task_id", producer_task_id, allow_empty=True)
         self._run_id = check_optional_actor("run_id", run_id)
@@ -125,6 +141,28 @@ class SQLiteMemoryStore(MemoryView):
         """The adapter stamped on writes that name none."""
         return self._source_adapter
 
+    def trust_policy(self) -> MemoryTrustPolicy:
+        """The trust policy reads through this store are judged under when they are given
+        none: the environment's, trusting the adapters this store was opened with
+        (`trusted_adapters=`) in place of FACTLEDGER_TRUST_ADAPTERS when it was."""
+        policy = active_trust_policy()
+        if self._trusted_adapters is None:
+            return policy
+        return dataclasses.replace(policy, trusted_adapters=self._trusted_adapters)
+
+    def receipts(
+        self,
+        *,
+        task_id: str | None = None,
+        run_id: str | None = None,
+        after: int = 0,
+        limit: int = 100,
+    ) -> builtins.list[Receipt]:
+        """The receipts of reads for `task_id` and `run_id` (None: any) after position
+        `after`, oldest first, at most `limit` (`projections.receipts`)."""
+        with self.snapshot() as snap:
+            return receipts(snap, snap, task_id=task_id, run_id=run_id, after=after, limit=limit)
+
     @property
     def read_only(self) -> bool:
         """Whether this store refuses writes: a store writes."""
@@ -140,7 +178,7 @@ class SQLiteMemoryStore(MemoryView):
         """The read model's tables, to query inside `snapshot()` (or a write)."""
         return self._projection.database
 
-    def snapshot(self) -> AbstractContextManager[ModelSnapshot]:
+    def snapshot(self) -> AbstractContextManager[ReadModelSnapshot]:
         """A consistent read of the read model, with the log position it shows (`head()`):
         the log's head in one file; with a log held elsewhere, the position this host's
         cache reached after catching up on entry."""
@@ -256,13 +294,11 @@ class SQLiteMemoryStore(MemoryView):
         source_adapter: object = None,
         derived_from: object = None,
     ) -> NewEvent:
-        if not isinstance(content, str):
-            raise InvalidTypeError(f"content must be str, not {_type_name(content)}")
-        check_content("content", content)
+        text = check_text("content", content)
         task = check_optional_actor("task_id", task_id)
         payload = MemoryAdded(
             type=check_memory_type(type),
-            content=content,
+            content=text,
             tags=check_tags(tags),
             importance=check_importance(importance),
             task_id=task,
@@ -323,7 +359,7 @@ class SQLiteMemoryStore(MemoryView):
             source_adapter=self._source_adapter,
         )
 
-    def __enter__(self) -> SQLiteMemoryStore:
+    def __enter__(self) -> MemoryStore:
         return self
 
 

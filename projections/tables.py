@@ -14,17 +14,17 @@ import msgspec
 
 from eventlog import InvalidInputError
 from projections import sql
-from projections.sql import Readable, Row
+from projections.sql import Queryable, Row
 
 _ENCODER = msgspec.msgpack.Encoder()
 
 
-def table_exists(db: Readable, table: str, *, schema: str = "main") -> bool:
+def table_exists(db: Queryable, table: str, *, schema: str = "main") -> bool:
     """Whether `schema` holds a table (or view) named `table`."""
     return sql.TABLE_INFO.exists(db, (table, schema))
 
 
-def table_chunks(db: Readable, table: str, *, schema: str = "main") -> Iterator[list[Row]]:
+def table_chunks(db: Queryable, table: str, *, schema: str = "main") -> Iterator[list[Row]]:
     """Every row of `table` (a projector's own table name) in primary-key order, in chunks."""
     info = sql.TABLE_INFO.rows(db, (table, schema))
     ranked = sorted(
@@ -48,13 +48,13 @@ def table_chunks(db: Readable, table: str, *, schema: str = "main") -> Iterator[
         rows = db.execute(after, (*(last[i] for i in positions), size))
 
 
-def table_rows(db: Readable, table: str, *, schema: str = "main") -> Iterator[Row]:
+def table_rows(db: Queryable, table: str, *, schema: str = "main") -> Iterator[Row]:
     """Every row of `table`, in primary-key order."""
     for chunk in table_chunks(db, table, schema=schema):
         yield from chunk
 
 
-def table_digest(db: Readable, table: str, *, schema: str = "main") -> str:
+def table_digest(db: Queryable, table: str, *, schema: str = "main") -> str:
     """BLAKE3 over the msgpack encodings of `table`'s rows in primary-key order, concatenated.
 
     Equal tables have equal digests. Each chunk is encoded as one msgpack array whose header is

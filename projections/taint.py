@@ -16,7 +16,7 @@ from eventlog.signing import is_unsigned_import
 from projections import sql_reads
 from projections.drift import READ_MODEL_MISMATCH, entry_problems
 from projections.lineage import ancestors
-from projections.projector import ModelSnapshot
+from projections.projector import ReadModelSnapshot
 from projections.reads import entry_from_row
 from projections.trust import MemoryTrustPolicy
 
@@ -27,7 +27,7 @@ TAINTED = "tainted"
 
 
 def taint(
-    snap: ModelSnapshot, positions: Iterable[int], policy: MemoryTrustPolicy
+    snap: ReadModelSnapshot, positions: Iterable[int], policy: MemoryTrustPolicy
 ) -> dict[int, int]:
     """The positions among `positions` that `policy` holds out for a source upstream, each
     with that source (the earliest, when several): an ancestor the policy does not trust,
@@ -47,7 +47,7 @@ def taint(
 
 
 def _bad_sources(
-    snap: ModelSnapshot, sources: Sequence[int], policy: MemoryTrustPolicy
+    snap: ReadModelSnapshot, sources: Sequence[int], policy: MemoryTrustPolicy
 ) -> set[int]:
     """The sources among `sources` that taint: quarantined, untrusted by their event, or
     (an entry still shown) with a row its event does not bear out. Each event is read once."""

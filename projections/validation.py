@@ -6,7 +6,7 @@ import functools
 from collections.abc import Iterable
 from typing import Literal
 
-from eventlog.checks import MAX_POSITION, check_finite, check_identifier
+from eventlog.checks import MAX_POSITION, check_content, check_finite, check_identifier
 from eventlog.errors import InvalidInputError, InvalidTypeError
 from projections.lookalikes import check_one_script, normalized
 from projections.visible import find_invisible
@@ -120,6 +120,18 @@ def _check_name(name: str, value: str) -> None:
             f"index {hidden}"
         )
     check_one_script(name, value)
+
+
+def check_text(name: str, value: object) -> str:
+    """Text a write records (memory content, a fact's value): a str within the size limit
+    (`eventlog.checks.check_content`) with something besides whitespace in it. Every write
+    path calls this, so blank text is refused before anything is written."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{name} must be str, not {type(value).__name__}")
+    check_content(name, value)
+    if not value.strip():
+        raise InvalidInputError(f"{name} is empty or only whitespace; nothing was written")
+    return value
 
 
 def check_limit(value: object, *, name: str = "limit") -> int:

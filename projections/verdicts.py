@@ -26,7 +26,7 @@ from eventlog import Exclusion
 from projections import sql_reads
 from projections.drift import READ_MODEL_MISMATCH, unconfirmed_entries
 from projections.entries import MemoryEntry
-from projections.projector import ModelSnapshot
+from projections.projector import ReadModelSnapshot
 from projections.taint import TAINTED, taint
 from projections.trust import QUARANTINED, TRUSTED, MemoryTrustPolicy
 
@@ -43,7 +43,7 @@ class Judged(NamedTuple):
 
 
 def verdicts(
-    snap: ModelSnapshot, policy: MemoryTrustPolicy, rows: Sequence[Judged]
+    snap: ReadModelSnapshot, policy: MemoryTrustPolicy, rows: Sequence[Judged]
 ) -> list[Exclusion | None]:
     """For each of `rows`, in order: None when a reader under `policy` may see it, else the
     exclusion saying why not (the module's docstring lists the reasons, in the order they

@@ -1,25 +1,24 @@
-"""`MemoryView`: the store's read API over a read model, refusing every write.
+"""`MemoryView`: the store's reads over a read model, and nothing else.
 
 A view is what investigations and time travel return: the knowledge base as it is in a file
-opened read-only, or as it was at a past position, folded in memory. `SQLiteMemoryStore` is
-a view that can also write.
+opened read-only, or as it was at a past position, folded in memory. `MemoryStore`
+(`projections.store`) is a view that adds the writes; a write asked of a view is refused.
 """
 
 from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from eventlog import (
     EventLog,
     Head,
-    InvalidTypeError,
+    LogSnapshot,
     ReadOnlyStoreError,
-    ReadSnapshot,
     RecordedEvent,
     SQLiteEventLog,
     open_log,
@@ -32,12 +31,29 @@ from projections.database import ScratchDatabase
 from projections.entries import MemoryEntry
 from projections.knowledge import KnowledgeProjector
 from projections.lineage import LineageProjector
-from projections.projector import ProjectedTransaction, Projection, Projector, fold
-from projections.reads import Readable, Reader
+from projections.projector import Projection, Projector, fold
+from projections.reads import Queryable, SnapshotSource
 from projections.receipts import ReceiptProjector
+from projections.trust import MemoryTrustPolicy, active_trust_policy
 from projections.validation import check_allow_list, check_limit, check_memory_type, check_tags
 
 READ_ONLY = "this store is a read-only view of the log; writes are refused"
+STORE_WRITES = frozenset(
+    (
+        "add",
+        "add_many",
+        "remove",
+        "prune",
+        "decay_importance",
+        "add_episodic",
+        "add_semantic",
+        "add_procedural",
+        "write_transaction",
+        "event_log",
+    )
+)
+"""What a store adds to a view that writes (or hands out the live log to write): a view
+refuses each with `ReadOnlyStoreError`."""
 
 
 def default_projectors(log_id: str) -> tuple[Projector, ...]:
@@ -47,10 +63,15 @@ def default_projectors(log_id: str) -> tuple[Projector, ...]:
 
 
 class MemoryView:
-    """The memory store's reads over one read model. Every write raises `ReadOnlyStoreError`."""
+    """The memory store's reads over one read model. It defines no write: asked for one of
+    the store's (`STORE_WRITES`), it raises `ReadOnlyStoreError`."""
 
     def __init__(
-        self, reader: Reader, *, db_path: str | os.PathLike[str], resources: Iterable[Any] = ()
+        self,
+        reader: SnapshotSource,
+        *,
+        db_path: str | os.PathLike[str],
+        resources: Iterable[Any] = (),
     ) -> None:
         self._reader = reader
         self.db_path = Path(db_path) if str(db_path) != ":memory:" else db_path
@@ -66,72 +87,14 @@ class MemoryView:
         """The adapter stamped on writes that name none (a view writes nothing)."""
         return None
 
-    @property
-    def event_log(self) -> EventLog:
-        """The underlying live event log; a view has none to write to."""
-        raise ReadOnlyStoreError(READ_ONLY)
+    def trust_policy(self) -> MemoryTrustPolicy:
+        """The trust policy reads through this store are judged under when they are given
+        none: the environment's (`active_trust_policy`), read now."""
+        return active_trust_policy()
 
-    def snapshot(self) -> AbstractContextManager[Readable]:
+    def snapshot(self) -> AbstractContextManager[Queryable]:
         """A consistent read of the read model."""
         return self._reader.snapshot()
-
-    def write_transaction(self) -> AbstractContextManager[ProjectedTransaction]:
-        """Refused: a view writes nothing."""
-        raise ReadOnlyStoreError(READ_ONLY)
-
-    # -- writes, refused -----------------------------------------------------------------
-
-    def add(
-        self,
-        type: str,
-        content: str,
-        tags: builtins.list[str] | None = None,
-        importance: float = 1.0,
-        task_id: str | None = None,
-        source_agent: str = "",
-        source_model: str = "",
-        source_adapter: str | None = None,
-        derived_from: Sequence[int] | None = None,
-    ) -> int:
-        """Refused: a view writes nothing."""
-        raise ReadOnlyStoreError(READ_ONLY)
-
-    def add_many(self, rows: Iterable[Mapping[str, Any]]) -> builtins.list[int]:
-        """Refused: a view writes nothing."""
-        raise ReadOnlyStoreError(READ_ONLY)
-
-    def remove(self, entry_id: int) -> bool:
-        """Refused: a view writes nothing."""
-        raise ReadOnlyStoreError(READ_ONLY)
-
-    def prune(self, max_entries: int = 1000, max_age_days: float = 30) -> int:
-        """Refused: a view writes nothing."""
-        raise ReadOnlyStoreError(READ_ONLY)
-
-    def decay_importance(self, rate: float = 0.99) -> None:
-        """Refused: a view writes nothing."""
-        raise ReadOnlyStoreError(READ_ONLY)
-
-    def add_episodic(
-        self,
-        content: str,
-        task_id: str,
-        agent: str = "",
-        model: str = "",
-        tags: builtins.list[str] | None = None,
-    ) -> int:
-        """Record what happened (importance 0.8)."""
-        return self.add("episodic", content, tags, 0.8, task_id, agent, model)
-
-    def add_semantic(
-        self, content: str, tags: builtins.list[str] | None = None, importance: float = 1.0
-    ) -> int:
-        """Record a fact about the codebase."""
-        return self.add("semantic", content, tags, importance)
-
-    def add_procedural(self, content: str, tags: builtins.list[str] | None = None) -> int:
-        """Record how to do something (importance 0.9)."""
-        return self.add("procedural", content, tags, 0.9)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -177,31 +140,6 @@ class MemoryView:
         with self._reader.snapshot() as snap:
             return reads.relevant(snap, tags=wanted, adapters=adapters, limit=count)
 
-    # -- the replaced store's task helper ------------------------------------------------
-
-    def query_for_task(
-        self, role: str, context_files: builtins.list[str], limit: int = 10
-    ) -> builtins.list[MemoryEntry]:
-        """Relevant entries for a role and the first two path segments of its files."""
-        if not isinstance(role, str):
-            raise InvalidTypeError(f"role must be str, not {_type_name(role)}")
-        if isinstance(context_files, (str, bytes)) or not isinstance(context_files, Iterable):
-            raise InvalidTypeError(
-                f"context_files must be a list of paths, not {_type_name(context_files)}"
-            )
-        files = builtins.list(context_files)
-        for index, path in enumerate(files):
-            if not isinstance(path, str):
-                raise InvalidTypeError(
-                    f"context_files[{index}] must be str, not {_type_name(path)}"
-                )
-        wanted = [role]
-        for path in files:
-            parts = path.replace("\\", "/").split("/")
-            wanted.extend(part for part in parts[:2] if part and part != ".")
-        usable = [t for t in dict.fromkeys(wanted) if t.strip() and "," not in t]
-        return self.get_relevant(usable, limit=limit)
-
     # -- lifetime ------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -216,9 +154,14 @@ class MemoryView:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    if not TYPE_CHECKING:
 
-def _type_name(value: object) -> str:
-    return type(value).__name__
+        def __getattr__(self, name: str) -> NoReturn:
+            """A store's write asked of a view is refused as a write (`ReadOnlyStoreError`),
+            not as a missing attribute. Hidden from the type checker, which sees reads only."""
+            if name in STORE_WRITES and self.read_only:
+                raise ReadOnlyStoreError(READ_ONLY)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 def view_at(event_log: EventLog, position: int, *, db_path: str | os.PathLike[str]) -> MemoryView:
@@ -286,7 +229,7 @@ def _cached_view(cache: str | os.PathLike[str], log: str | os.PathLike[str]) -> 
 @contextmanager
 def read_model_at_head(
     event_log: EventLog, projectors: Sequence[Projector]
-) -> Iterator[tuple[ReadSnapshot, Readable]]:
+) -> Iterator[tuple[LogSnapshot, Queryable]]:
     """One read of the log, with `projectors`' tables at its head: the log file's own tables
     when they are current, else folded in memory. Writes nothing. (A host's cache of a log
     held elsewhere is read through its own `snapshot()`, whose head is the cache's.)"""
@@ -330,11 +273,11 @@ class _FoldedSnapshot:
     def read(
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
-        """The log's events, never past the head (`ReadSnapshot.read`)."""
+        """The log's events, never past the head (`LogSnapshot.read`)."""
         return self._log_at.read(after=after, until=until, limit=limit)
 
     def event_at(self, position: int) -> RecordedEvent:
-        """The log's event at `position`, if not past the head (`ReadSnapshot.event_at`)."""
+        """The log's event at `position`, if not past the head (`LogSnapshot.event_at`)."""
         return self._log_at.event_at(position)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:

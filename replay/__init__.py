@@ -5,7 +5,12 @@ function of the log's path, for one call); and the `factledger` command line."""
 from __future__ import annotations
 
 from eventlog import __version__
-from projections import CacheChoiceError, TableComparison
+from projections import (
+    CacheChoiceError,
+)
+from projections.internal import (
+    TableComparison,
+)
 from replay.audit import AuditProblem, AuditReport, CheckpointSummary
 from replay.bootstrap import LogMade, init_log, init_postgres
 from replay.checkpoints import Checkpoint, NoteSignature

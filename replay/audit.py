@@ -33,7 +33,12 @@ from eventlog import (
     StoredRow,
 )
 from eventlog.stored import genesis_of
-from projections import DriftReport, cache_hint, checkpoint_drift, read_model_drift
+from projections.internal import (
+    DriftReport,
+    cache_hint,
+    checkpoint_drift,
+    read_model_drift,
+)
 from replay.checkpoints import Checkpoint
 from replay.merkle import CompactRange
 

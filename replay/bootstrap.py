@@ -29,7 +29,13 @@ from eventlog import (
     open_log,
 )
 from eventlog.checks import check_path, is_dsn
-from projections import LegacyFile, SQLiteMemoryStore, holds_legacy_table
+from projections import (
+    SQLiteMemoryStore,
+)
+from projections.internal import (
+    LegacyFile,
+    holds_legacy_table,
+)
 from replay.keys import KeySource, OperatorKey, operator_key
 from replay.ledger import Ledger
 from replay.operators import OPERATOR, Actor, first_operator, sign

@@ -26,7 +26,14 @@ from eventlog import (
 )
 from eventlog.checks import check_actor, check_position
 from eventlog.logs import get_logger
-from projections import active_trust_policy, check_scope, check_tag, conflicts
+from projections import (
+    active_trust_policy,
+)
+from projections.internal import (
+    check_scope,
+    check_tag,
+    conflicts,
+)
 from replay.keys import KeySource, operator_key
 from replay.operators import OPERATOR, Actor, append_with_effect, check_reason, signed_event
 

@@ -23,13 +23,18 @@ from eventlog import (
     QuarantineReleased,
     RecallRecorded,
     RecordedEvent,
-    RecordedPayload,
     Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
+from eventlog.events import RecordedPayload
 from eventlog.signing import authorization_of, claims_of
-from projections import conflicts, inquiries
-from projections import lineage as graph
+from projections.internal import (
+    conflicts,
+    inquiries,
+)
+from projections.internal import (
+    lineage as graph,
+)
 from replay.conflicts import HeldVersion, held_version
 from replay.lineage import Descendant, descendant_levels
 

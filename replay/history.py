@@ -22,6 +22,7 @@ from eventlog import (
     FactPublished,
     FactRejected,
     InvalidInputError,
+    LogSnapshot,
     MemoryAdded,
     MemoryRemoved,
     MemoryReweighted,
@@ -29,17 +30,16 @@ from eventlog import (
     OperatorRemoved,
     QuarantineApplied,
     QuarantineReleased,
-    ReadSnapshot,
     RecallRecorded,
     RecordedEvent,
     Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position
 from eventlog.signing import authorization_of
-from projections import (
+from projections.internal import (
     Identity,
     KnowledgeProjector,
-    Readable,
+    Queryable,
     ScratchDatabase,
     batches,
     check_key,
@@ -285,11 +285,11 @@ def _filters(
     }
 
 
-def _event_ids(snap: ReadSnapshot, positions: Iterable[int]) -> dict[int, str]:
+def _event_ids(snap: LogSnapshot, positions: Iterable[int]) -> dict[int, str]:
     return {p: snap.event_at(p).event_id for p in positions}
 
 
-def _actions(snap: ReadSnapshot, model: Readable, shown: set[int]) -> list[OperatorAction]:
+def _actions(snap: LogSnapshot, model: Queryable, shown: set[int]) -> list[OperatorAction]:
     """Quarantines and releases whose quarantine covers any of the `shown` versions."""
     if not shown:
         return []
@@ -433,7 +433,7 @@ def _fold_noting_causes(
     return causes
 
 
-def _current(db: Readable) -> dict[Identity, inquiries.CurrentValue]:
+def _current(db: Queryable) -> dict[Identity, inquiries.CurrentValue]:
     return inquiries.current_fact_values(db)
 
 

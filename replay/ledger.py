@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Concatenate, ParamSpec, TypeVar
 
-from eventlog import EventLog, InvalidTypeError, ReadSnapshot, open_log
+from eventlog import EventLog, InvalidTypeError, LogSnapshot, open_log
 from eventlog.checks import check_path, is_dsn
-from projections import (
+from projections.internal import (
+    LiveReadModel,
     ProjectedTransaction,
     Projector,
-    Readable,
-    ReadModel,
+    Queryable,
     check_cache,
     default_projectors,
     open_read_model,
@@ -45,6 +45,7 @@ from replay.operators import add_operator, list_operators, remove_operator
 from replay.proofs import ConsistencyProof, InclusionProof, Prover
 from replay.quarantine import quarantine, release
 from replay.rebuild import rebuild
+from replay.receipts import receipts
 from replay.timetravel import as_of
 from replay.transfer import export_log, import_legacy
 
@@ -77,7 +78,7 @@ class Ledger:
         self._remote = cache is not None or is_dsn(target)
         self._cache = cache
         self._read_only = read_only
-        self._model: ReadModel | None = None
+        self._model: LiveReadModel | None = None
         self._prover = Prover(event_log)
         self._lock = threading.Lock()
         self._closed = False
@@ -134,7 +135,7 @@ class Ledger:
         return self._cache
 
     @property
-    def read_model(self) -> ReadModel:
+    def read_model(self) -> LiveReadModel:
         """The read model reads and writes go through, made on first use: the log file's own
         tables, or this host's cache (or one in memory), claimed and caught up then."""
         event_log = self.event_log
@@ -154,7 +155,7 @@ class Ledger:
     @contextmanager
     def at_head(
         self, projectors: Sequence[Projector] | None = None
-    ) -> Iterator[tuple[ReadSnapshot, Readable]]:
+    ) -> Iterator[tuple[LogSnapshot, Queryable]]:
         """One read of the log with a read model at its head: the ledger's cache, caught up
         first (its head is the one it reached); for a file, its own tables when current, else
         `projectors` (default: all) folded in memory."""
@@ -211,6 +212,7 @@ class Ledger:
     diff = diff
     lineage = lineage
     blast_radius = blast_radius
+    receipts = receipts
     export = export_log
     operators = list_operators
 

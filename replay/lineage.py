@@ -7,10 +7,15 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from eventlog import InvalidInputError, ReadSnapshot
+from eventlog import InvalidInputError, LogSnapshot
 from eventlog.checks import check_position
-from projections import Readable, inquiries
-from projections import lineage as graph
+from projections.internal import (
+    Queryable,
+    inquiries,
+)
+from projections.internal import (
+    lineage as graph,
+)
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
@@ -18,7 +23,7 @@ if TYPE_CHECKING:
 Direction = Literal["up", "down", "both"]
 DIRECTIONS: tuple[Direction, ...] = ("up", "down", "both")
 
-Step = Callable[[Readable, Sequence[int]], list[graph.Link]]
+Step = Callable[[Queryable, Sequence[int]], list[graph.Link]]
 """`projections.lineage.parents` or `children`."""
 
 
@@ -73,7 +78,7 @@ def lineage(
 
 
 def levels(
-    model: Readable, roots: Sequence[int], step: Step, depth: int | None
+    model: Queryable, roots: Sequence[int], step: Step, depth: int | None
 ) -> list[list[tuple[int, int, int | None]]]:
     """Breadth-first from `roots` along `step`: for each level, (position, linked_to, via)
     of the positions first reached there, in position order."""
@@ -93,7 +98,7 @@ def levels(
     return found
 
 
-def nodes(snap: ReadSnapshot, level: Sequence[tuple[int, int, int | None]]) -> list[LineageNode]:
+def nodes(snap: LogSnapshot, level: Sequence[tuple[int, int, int | None]]) -> list[LineageNode]:
     """The events of one level, described from the log."""
     shown = []
     for position, linked_to, via in level:
@@ -120,7 +125,7 @@ class Descendant(LineageNode, frozen=True, kw_only=True):
 
 
 def descendant_levels(
-    snap: ReadSnapshot, model: Readable, roots: Sequence[int], depth: int | None
+    snap: LogSnapshot, model: Queryable, roots: Sequence[int], depth: int | None
 ) -> list[list[Descendant]]:
     """What was derived from `roots`, level by level (at most `depth` levels), each write
     with the receipts of the prompts it reached in turn."""

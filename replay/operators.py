@@ -33,7 +33,11 @@ from eventlog import (
 from eventlog.checks import check_actor, check_identifier, check_optional_actor
 from eventlog.logs import get_logger
 from eventlog.signing import action_statement
-from projections import ProjectedTransaction, Readable, inquiries
+from projections.internal import (
+    ProjectedTransaction,
+    Queryable,
+    inquiries,
+)
 from replay.errors import NotAuthorizedError
 from replay.keys import KeySource, OperatorKey, PublicKey, operator_key, read_public_key
 
@@ -212,7 +216,7 @@ def list_operators(ledger: Ledger) -> Operators:
 
 
 def signed_event(
-    tx: Readable,
+    tx: Queryable,
     log_id: str,
     payload: EventPayload,
     *,

@@ -26,7 +26,10 @@ from eventlog.checks import (
     check_positions,
 )
 from eventlog.logs import get_logger
-from projections import inquiries, matching_positions
+from projections.internal import (
+    inquiries,
+    matching_positions,
+)
 from replay.keys import KeySource, operator_key
 from replay.operators import Actor, append_with_effect, check_reason, signed_event
 

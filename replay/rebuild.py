@@ -33,7 +33,7 @@ from eventlog import (
     SQLiteEventLog,
 )
 from eventlog.logs import get_logger
-from projections import (
+from projections.internal import (
     Projection,
     Projector,
     ScratchDatabase,

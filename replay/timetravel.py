@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from eventlog import InvalidInputError, ReadSnapshot
+from eventlog import InvalidInputError, LogSnapshot
 from eventlog.checks import check_position, check_ts_ns
-from projections import MemoryView, view_at
+from projections import (
+    MemoryView,
+)
+from projections.internal import (
+    view_at,
+)
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
@@ -37,7 +42,7 @@ def as_of(ledger: Ledger, *, position: int | None = None, ts_ns: int | None = No
     return view_at(event_log, target, db_path=ledger.target)
 
 
-def _position(snap: ReadSnapshot, position: object) -> int:
+def _position(snap: LogSnapshot, position: object) -> int:
     target = check_position("position", position)
     head = snap.head().position
     if target > head:
@@ -45,7 +50,7 @@ def _position(snap: ReadSnapshot, position: object) -> int:
     return target
 
 
-def _position_at(snap: ReadSnapshot, ts_ns: int) -> int:
+def _position_at(snap: LogSnapshot, ts_ns: int) -> int:
     """The highest position whose event has `ts_ns` at or before the given one (0 if none)."""
     found = 0
     for record in snap.read():

@@ -18,7 +18,11 @@ import msgspec
 from eventlog import MemoryAdded, NewEvent, content_hash, read_row
 from eventlog.chain import GENESIS_CONTEXT, GENESIS_DOMAIN
 from eventlog.signing import claims_of
-from projections import LegacyFile, inquiries, legacy_events
+from projections.internal import (
+    LegacyFile,
+    inquiries,
+    legacy_events,
+)
 from replay.keys import KeySource, operator_key
 from replay.operators import Actor, append_with_effect, signed_event
 

@@ -13,7 +13,12 @@ from collections.abc import Sequence
 
 import msgspec
 
-from projections import MemoryView, reading
+from projections import (
+    MemoryView,
+)
+from projections.internal import (
+    reading,
+)
 from replay.conflicts import HeldVersion
 from replay.history import (
     Blame,

@@ -26,7 +26,7 @@ HISTORIES = st.lists(
             st.just("publish"),
             st.sampled_from(["run", "project"]),
             st.sampled_from(["k1", "k2"]),
-            st.text(max_size=5),
+            st.text(min_size=1, max_size=5).filter(str.strip),
             st.sampled_from([None, "codex"]),
         ),
         st.tuples(st.just("decay"), st.sampled_from([0.5, 0.9, 1.0])),

@@ -31,6 +31,10 @@ EVENTLOG_INTERNALS = {
     "eventlog.drafts",
     "eventlog.postgres_schema",
 }
+INTERNAL = "projections.internal"
+"""What `replay` uses from the read side beyond its public API, in one documented module."""
+PUBLIC_API_LIMIT = {"eventlog": 60, "projections": 30, "replay": 75}
+"""The most names each package's `__all__` may hold: what users call and README documents."""
 WHOLE_TABLES = "projections/tables.py"
 """Reads every row of any projector table as SQLite returns it, to compare and digest whole
 tables; every other row outside the SQL modules is the Struct its query declares."""
@@ -85,8 +89,9 @@ def test_sqlite_and_sql_text_stay_in_their_two_homes(path: Path) -> None:
 @pytest.mark.parametrize("path", modules(), ids=relative)
 def test_imports_go_one_way_through_public_modules(path: Path) -> None:
     """replay -> projections -> eventlog, never back; replay uses the `projections` package
-    itself, not its modules, and outside eventlog only the read model's SQL modules reach the
-    SQLite backend (to share its error translation)."""
+    and its one internal module (`projections.internal`), no other, and outside eventlog
+    only the read model's SQL modules reach the SQLite backend (to share its error
+    translation)."""
     package = relative(path).split("/")[0]
     names = imported(ast.parse(path.read_text(encoding="utf-8")))
     for name in names:
@@ -94,9 +99,67 @@ def test_imports_go_one_way_through_public_modules(path: Path) -> None:
         if top in PACKAGES and top != package:
             assert top in LOWER[package], f"{package} imports {name}"
     if package == "replay":
-        assert [] == sorted(n for n in names if n.startswith("projections."))
+        assert [] == sorted(n for n in names if n.startswith("projections.") and n != INTERNAL)
     if package != "eventlog" and relative(path) not in SQL_HOMES:
         assert [] == sorted(names & EVENTLOG_INTERNALS)
+
+
+def imported_names(tree: ast.AST, module: str) -> set[str]:
+    """The names `from module import ...` brings in, anywhere in `tree`."""
+    return {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == module and not node.level
+        for alias in node.names
+    }
+
+
+def exported(module: str) -> set[str]:
+    """`module`'s `__all__`, read from its source."""
+    path = ROOT / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = ROOT / module.replace(".", "/") / "__init__.py"
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            assert isinstance(node.value, ast.List)
+            return {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+    raise AssertionError(f"{module} has no __all__")
+
+
+@pytest.mark.parametrize("path", modules(), ids=relative)
+def test_other_packages_are_used_through_their_exported_names(path: Path) -> None:
+    """A module imports from another package's `__init__` (and from `projections.internal`)
+    only what it exports in `__all__` (or a module of it, which the import rule above
+    bounds): the public API is the boundary, not an accident."""
+    package = relative(path).split("/")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for module in ("eventlog", "projections", INTERNAL):
+        if module.split(".")[0] == package:
+            continue
+        names = imported_names(tree, module)
+        modules_named = {n for n in names if (ROOT / module.replace(".", "/") / f"{n}.py").exists()}
+        assert [] == sorted(names - modules_named - exported(module))
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_public_api_is_small(package: str) -> None:
+    """Each package exports what users call, not everything another package uses."""
+    assert len(exported(package)) <= PUBLIC_API_LIMIT[package]
+
+
+def test_the_internal_module_exports_only_what_replay_uses() -> None:
+    """`projections.internal` holds no name that no `replay` module imports from it, and
+    none that `projections` already exports."""
+    used = set().union(
+        *(
+            imported_names(ast.parse(p.read_text(encoding="utf-8")), INTERNAL)
+            for p in (ROOT / "replay").rglob("*.py")
+        )
+    )
+    assert set() == exported(INTERNAL) - used
+    assert set() == exported(INTERNAL) & exported("projections")
 
 
 @pytest.mark.parametrize("path", modules(), ids=relative)
@@ -124,3 +187,53 @@ def test_rows_are_read_as_their_queries_structs_outside_the_sql_modules(path: Pa
             ):
                 read.append(f"{function.name}:{call.lineno}")
     assert [] == read
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+NAMED = re.compile(r"`((?:eventlog|projections|replay)/[\w/]+\.py)(?::([\w.]+))?`")
+
+
+def named_in_architecture() -> list[tuple[str, str | None]]:
+    return [(m[1], m[2]) for m in NAMED.finditer(ARCHITECTURE.read_text(encoding="utf-8"))]
+
+
+def defines(tree: ast.Module, dotted: str) -> bool:
+    """Whether `dotted` (a function, a class, a constant, or `Class.method`) is defined at
+    the top of `tree`."""
+    scope: list[ast.stmt] = tree.body
+    for part in dotted.split("."):
+        found = [node for node in scope if part in _names(node)]
+        if not found:
+            return False
+        scope = found[0].body if isinstance(found[0], ast.ClassDef) else []
+    return True
+
+
+def _names(node: ast.stmt) -> set[str]:
+    """The names a statement at the top of a module or class defines."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.Assign):
+        return {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return set()
+
+
+def test_architecture_names_every_module_and_only_modules_that_exist() -> None:
+    """docs/architecture.md names every module of the packages, and every module path it
+    names exists: the map cannot fall behind the code."""
+    named = {path for path, _ in named_in_architecture()}
+    assert [] == sorted(p for p in named if not (ROOT / p).is_file())
+    assert [] == sorted(relative(p) for p in modules() if relative(p) not in named)
+
+
+def test_architecture_names_only_functions_that_exist() -> None:
+    """Every `file:function` step of the data flows in docs/architecture.md is defined in
+    that file."""
+    missing = [
+        f"{path}:{name}"
+        for path, name in named_in_architecture()
+        if name is not None
+        and (ROOT / path).is_file()
+        and not defines(ast.parse((ROOT / path).read_text(encoding="utf-8")), name)
+    ]
+    assert [] == missing

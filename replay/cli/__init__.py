@@ -19,6 +19,7 @@ from replay.cli import (
     memory,
     operators,
     postgres,
+    receipts,
 )
 from replay.cli.app import app, main
 from replay.cli.errors import DemoFailed
@@ -38,4 +39,5 @@ __all__ = [
     "memory",
     "operators",
     "postgres",
+    "receipts",
 ]

@@ -13,6 +13,11 @@ from replay.cli.app import EXIT_OK, Session, app
 
 INSTALL_HINT = "factledger mcp needs the MCP SDK: pip install 'factledger[mcp]'"
 SDK_MODULES = ("mcp", "pydantic", "anyio")
+UNNAMED_DB = (
+    "factledger mcp needs the log named: give --db /absolute/path/memory.db (or set "
+    "FACTLEDGER_DB); an MCP client starts the server in a directory of its own choosing, so "
+    "nothing is created there by default"
+)
 
 
 @app.command("mcp")
@@ -26,11 +31,12 @@ SDK_MODULES = ("mcp", "pydantic", "anyio")
 def mcp(session: Session, adapter: str | None, task_id: str, run_id: str, operator: bool) -> int:
     """Serve the knowledge base to one agent as MCP tools over stdio.
 
-    Tools: publish, subscribe, add, recall, history. The agent's identity comes from these
-    options only, never from the environment or a tool argument: every write is stamped
-    with it, and reads show the agent only what the trust policy trusts (FACTLEDGER_TRUST_*)
-    and its own adapter's writes. Standard output carries the protocol alone; logs go to
-    standard error. Needs the `mcp` extra.
+    Tools: publish, subscribe, add, recall, history, tags. The log must be named with --db
+    (an absolute path) or FACTLEDGER_DB; with --dsn, --db names this host's cache. The
+    agent's identity comes from these options only, never from the environment or a tool
+    argument: every write is stamped with it, and reads show the agent only what the trust
+    policy trusts (FACTLEDGER_TRUST_*) and its own adapter's writes. Standard output carries
+    the protocol alone; logs go to standard error. Needs the `mcp` extra.
     """
     if operator == (adapter is not None):
         raise click.UsageError(
@@ -47,6 +53,8 @@ def mcp(session: Session, adapter: str | None, task_id: str, run_id: str, operat
         if (exc.name or "").split(".")[0] not in SDK_MODULES:
             raise
         raise click.ClickException(INSTALL_HINT) from None
+    if not session.db_named:
+        raise click.UsageError(UNNAMED_DB)
     dsn = session.log_dsn()
     existed = dsn is not None or Path(session.db).exists()
     SQLiteMemoryStore(session.db, log=dsn, source_adapter=identity.adapter).close()

@@ -33,9 +33,11 @@ from projections import (
     MemoryView,
     SQLiteMemoryStore,
     active_trust_policy,
+    open_view,
+)
+from projections.internal import (
     cache_hint,
     environment,
-    open_view,
 )
 from replay.bootstrap import holds_log
 from replay.cli import output
@@ -69,6 +71,8 @@ class Session:
     db: str
     as_json: bool
     dsn: str | None = None
+    db_named: bool = False
+    """Whether `db` was named (`--db` or FACTLEDGER_DB) rather than the default."""
 
     def existing_db(self) -> str:
         """The database path, which must exist: reading never creates a database."""
@@ -242,11 +246,18 @@ class _Command(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         before = ctx.find_object(Session) or Session(
-            environment.db_path(), as_json=False, dsn=environment.dsn()
+            environment.db_path(),
+            as_json=False,
+            dsn=environment.dsn(),
+            db_named=environment.db_named(),
         )
         db, dsn, as_json = ctx.params.pop("db"), ctx.params.pop("dsn"), ctx.params.pop("as_json")
         ctx.obj = replace(
-            before, db=db or before.db, dsn=dsn or before.dsn, as_json=as_json or before.as_json
+            before,
+            db=db or before.db,
+            dsn=dsn or before.dsn,
+            as_json=as_json or before.as_json,
+            db_named=bool(db) or before.db_named,
         )
         return super().invoke(ctx)
 
@@ -307,7 +318,12 @@ def app(ctx: click.Context, db: str | None, dsn: str | None, as_json: bool) -> N
     FACTLEDGER_ADAPTER; README lists every variable). With --dsn (or FACTLEDGER_DSN) the
     log is in PostgreSQL and --db names this host's cache of it.
     """
-    ctx.obj = Session(db=db or environment.db_path(), as_json=as_json, dsn=dsn or environment.dsn())
+    ctx.obj = Session(
+        db=db or environment.db_path(),
+        as_json=as_json,
+        dsn=dsn or environment.dsn(),
+        db_named=bool(db) or environment.db_named(),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

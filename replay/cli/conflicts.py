@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from eventlog import ON_CONFLICT
-from projections import SCOPES
+from projections.internal import (
+    SCOPES,
+)
 from replay.cli.app import EXIT_OK, Session, app
 from replay.cli.forensics import key_option
 from replay.conflicts import policy_owners

@@ -15,14 +15,22 @@ from typing import Any
 import click
 
 from eventlog import InvalidInputError
-from projections import SCOPES, CrossTaskKB, Fact, MemoryEntry, reading
+from projections import (
+    CrossTaskKB,
+    Fact,
+    MemoryEntry,
+)
+from projections.internal import (
+    SCOPES,
+    reading,
+)
 from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
 from replay.cli.memory import (
     ENTRY_COLUMNS,
     FACT_COLUMNS,
     TRUST,
-    Reader,
+    CommandReader,
     all_option,
     scope_option,
 )
@@ -71,7 +79,7 @@ def history_(
     kept out; --all shows every version. An agent's read is receipted. Shows the newest
     --limit versions, and says on stderr when it cut.
     """
-    reader = Reader(session)
+    reader = CommandReader(session)
     with session.ledger() as ledger:
         found = ledger.history(scope=scope, tag=tag, key=key, run_id=run)
     with reader.judging_store() as store:
@@ -99,7 +107,7 @@ def blame_(
     trust policy trusts, and is told on stderr how many were kept out; --all shows every
     line. An agent's read is receipted.
     """
-    reader = Reader(session)
+    reader = CommandReader(session)
     with session.ledger() as ledger:
         found = ledger.blame(scope=scope, tag=tag, run_id=run)
     with reader.judging_store() as store:
@@ -135,7 +143,7 @@ def diff_(
     """
     if from_position > to_position:
         raise InvalidInputError(f"FROM ({from_position}) is after TO ({to_position})")
-    reader = Reader(session)
+    reader = CommandReader(session)
     with session.ledger() as ledger:
         found = ledger.diff(from_position, to_position, tag=tag)
     with reader.judging_store() as store:
@@ -177,7 +185,7 @@ def as_of_(
     """
     if (position is None) == (at is None):
         raise click.UsageError("give exactly one of --position and --at")
-    reader = Reader(session)
+    reader = CommandReader(session)
     with session.ledger() as ledger, ledger.as_of(position=position, ts_ns=at) as view:
         if tag:
             kb = CrossTaskKB(view, run_id=reader.identity.run_id)

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 import structlog
 
 from eventlog.logs import ROOT
-from projections import environment
+from projections.internal import (
+    environment,
+)
 
 
 class OneLine(logging.Formatter):

@@ -1,4 +1,4 @@
-"""Memory and facts: share, query, add, list, remove.
+"""Memory and facts: share, query, tags, add, list, remove.
 
 `add` and `share` take their text as an argument, as `-` (standard input) or with --file.
 Reads by an agent (an adapter in FACTLEDGER_ADAPTER, or a PostgreSQL login bound to one)
@@ -19,18 +19,21 @@ import msgspec
 
 from eventlog import MAX_CONTENT_BYTES, InvalidInputError
 from projections import (
-    MEMORY_TYPES,
-    SCOPES,
     AgentIdentity,
     Fact,
     MemoryTrustPolicy,
     MemoryView,
+    redact_value,
+)
+from projections.internal import (
+    MEMORY_TYPES,
+    SCOPES,
     agent_reading,
     check_allow_list,
     environment,
+    list_tags,
     policy_for,
     reading,
-    redact_value,
     run_key,
 )
 from replay.cli import output
@@ -40,6 +43,7 @@ from replay.cli.params import ACTOR, ENTRY_ID, LIMIT, NAME, TAG
 
 FACT_COLUMNS = ("key", "value", "producer_task_id", "source_adapter", "position", "ts_ns")
 ENTRY_COLUMNS = ("id", "type", "tags", "content", "source_adapter", "task_id", "created_at")
+TAG_COLUMNS = ("tag", "facts", "entries", "keys")
 TRUST = "trust"
 
 scope_option = click.option(
@@ -71,7 +75,7 @@ def text_of(given: str | None, path: str | None, what: str) -> str:
     return text
 
 
-class Reader:
+class CommandReader:
     """Who reads, and under which policy: an agent when the environment names an adapter (or
     the PostgreSQL login is bound to one), else an operator auditing the log."""
 
@@ -152,7 +156,7 @@ def query(session: Session, tag: str, scope: str, raw: bool, show_all: bool) -> 
     --all shows the current versions whatever wrote them. An agent's read is receipted.
     """
     session.needs_run(scope)
-    reader = Reader(session)
+    reader = CommandReader(session)
     of_tag = (scope, run_key(scope, reader.identity.run_id), tag)
     with session.store() as store:
         found = reading.read(
@@ -167,6 +171,33 @@ def query(session: Session, tag: str, scope: str, raw: bool, show_all: bool) -> 
     rows = reader.marked(shown, found.trust)
     session.emit_rows(rows, (*FACT_COLUMNS, TRUST), f"no facts under tag {tag!r} ({scope} scope)")
     reader.kept_out(len(found.kept_out), show_all)
+    return EXIT_OK
+
+
+@app.command("tags")
+@scope_option
+@click.pass_obj
+def tags_(session: Session, scope: str) -> int:
+    """List the tags under a scope: each with its facts' keys and how many entries carry it.
+
+    What to pass `query --tag`, `history` and `list --tag`. An agent (FACTLEDGER_ADAPTER
+    set, or a login bound to an adapter) sees the tags and keys of what its trust policy
+    trusts, and its read is receipted; an operator sees every one. Says on stderr when a
+    bound cut the listing.
+    """
+    session.needs_run(scope)
+    reader = CommandReader(session)
+    with session.store() as store:
+        listing = list_tags(store, reader.reading(store, False), scope, reader.identity.run_id)
+    if session.as_json:
+        output.show_json(listing)
+    elif listing.tags:
+        output.show(listing.tags, TAG_COLUMNS)
+    else:
+        output.say(f"no tags ({scope} scope)")
+    if listing.truncated:
+        output.note("the listing was cut: it reads at most 1000 tags, 1000 entries, 200 keys a tag")
+    reader.kept_out(listing.kept_out, False)
     return EXIT_OK
 
 
@@ -242,7 +273,7 @@ def list_(
     shows every entry. An agent's read is receipted. Says on stderr when --limit cut the
     list.
     """
-    reader = Reader(session)
+    reader = CommandReader(session)
     allowed = check_allow_list(list(adapters) or None)
     with session.store() as store:
         found = reading.read(

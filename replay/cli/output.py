@@ -48,7 +48,7 @@ def to_json(value: Any) -> str:
 
 
 def to_text(value: Any, *, width: int = PIPED_WIDTH) -> str:
-    """Readable text `width` columns wide: a struct's scalar fields as `name  value` lines,
+    """Queryable text `width` columns wide: a struct's scalar fields as `name  value` lines,
     its lists as tables; a list as a table."""
     buffer = io.StringIO()
     console(buffer, width=width).print(renderable(value, width))

@@ -10,7 +10,9 @@ import click
 
 from eventlog import FactledgerError
 from eventlog.checks import MAX_POSITION, check_actor, check_identifier
-from projections import check_tag
+from projections.internal import (
+    check_tag,
+)
 
 
 class Whole(click.ParamType[int, Any]):

@@ -17,7 +17,9 @@ from pathlib import Path
 from types import ModuleType
 
 from eventlog import open_log, verify_chain
-from projections import default_projectors
+from projections.internal import (
+    default_projectors,
+)
 from tests.bench import raw
 from tests.bench.context import Context
 from tests.bench.results import Result, Target, unavailable

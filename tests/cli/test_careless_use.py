@@ -15,7 +15,12 @@ from pathlib import Path
 import pytest
 
 from eventlog import MAX_CONTENT_BYTES
-from projections import MEMORY_TYPES, SQLiteMemoryStore
+from projections import (
+    SQLiteMemoryStore,
+)
+from projections.internal import (
+    MEMORY_TYPES,
+)
 from tests.cli.conftest import Result
 
 Cli = Callable[..., Result]

@@ -25,11 +25,13 @@ from projections import (
     MemoryTrustPolicy,
     SQLiteMemoryStore,
     open_view,
-    policy_for,
     read_entries,
     read_facts,
     read_history,
     recall,
+)
+from projections.internal import (
+    policy_for,
 )
 from replay import Ledger
 from tests.read_models import ReadModelUnderTest

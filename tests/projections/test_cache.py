@@ -41,9 +41,11 @@ from projections import (
     open_view,
     sql_knowledge,
     sql_reads,
-    view_at,
 )
 from projections.cache import CacheProjection
+from projections.internal import (
+    view_at,
+)
 from projections.tables import table_rows
 from tests.histories import HISTORIES, Operation, play
 

@@ -10,8 +10,13 @@ from pathlib import Path
 import pytest
 
 from eventlog import ReadOnlyStoreError, StorageError
-from projections import ScratchDatabase, SQLiteMemoryStore
+from projections import (
+    SQLiteMemoryStore,
+)
 from projections.database import open_read_only
+from projections.internal import (
+    ScratchDatabase,
+)
 from replay import as_of
 
 WRITES = {

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from projections import environment
 from projections.environment import SETTINGS
+from projections.internal import (
+    environment,
+)
 
 
 def test_every_setting_names_factledger_first() -> None:

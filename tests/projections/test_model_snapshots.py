@@ -1,4 +1,4 @@
-"""A read model's snapshot reads the log as the log's own snapshots do (`ReadSnapshot`:
+"""A read model's snapshot reads the log as the log's own snapshots do (`LogSnapshot`:
 keyword-only `read`, `event_at`), never past the position the read model shows: in the log's
 file, in a host's cache of a log held elsewhere, and folded in memory by a read-only view."""
 
@@ -14,7 +14,7 @@ import pytest
 from eventlog import EventNotFoundError, InvalidInputError, InvalidTypeError, open_log
 from eventlog.contract import memory
 from projections import MemoryView, SQLiteMemoryStore, open_view
-from projections.projector import ModelSnapshot
+from projections.projector import ReadModelSnapshot
 
 
 @pytest.fixture(params=["file", "cache", "folded"])
@@ -38,9 +38,9 @@ def model(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Memo
 
 
 @contextmanager
-def snapshot(view: MemoryView) -> Iterator[ModelSnapshot]:
+def snapshot(view: MemoryView) -> Iterator[ReadModelSnapshot]:
     with view.snapshot() as snap:
-        yield cast(ModelSnapshot, snap)
+        yield cast(ReadModelSnapshot, snap)
 
 
 def test_a_model_snapshot_reads_up_to_the_position_it_shows(

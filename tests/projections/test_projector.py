@@ -11,7 +11,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from eventlog import MemoryAdded, NewEvent, open_log
-from projections import CrossTaskKB, ScratchDatabase, SQLiteMemoryStore, default_projectors, fold
+from projections import (
+    CrossTaskKB,
+    SQLiteMemoryStore,
+)
+from projections.internal import (
+    ScratchDatabase,
+    default_projectors,
+    fold,
+)
 from projections.knowledge import KnowledgeProjector
 from projections.tables import table_rows
 from tests.histories import HISTORIES, Operation, play

@@ -17,21 +17,25 @@ from hypothesis import strategies as st
 from eventlog import MAX_CONTENT_BYTES, NewEvent, QuarantineApplied, QuarantineReleased
 from eventlog.checks import MAX_POSITION
 from projections import (
-    QUARANTINED,
-    UNTAGGED_NOT_TRUSTED,
-    UNTRUSTED_ADAPTER,
     CrossTaskKB,
     MemoryTrustPolicy,
-    ScratchDatabase,
     SQLiteMemoryStore,
-    default_projectors,
-    fold,
     load_persistent_memory,
     reads,
     sql,
 )
 from projections import prompt as prompt_module
+from projections.internal import (
+    ScratchDatabase,
+    default_projectors,
+    fold,
+)
 from projections.tables import table_rows
+from projections.trust import (
+    QUARANTINED,
+    UNTAGGED_NOT_TRUSTED,
+    UNTRUSTED_ADAPTER,
+)
 
 pytestmark = pytest.mark.read_models
 
@@ -104,7 +108,7 @@ def apply(store: SQLiteMemoryStore, operations: Sequence[tuple[Any, ...]]) -> No
             store._append([NewEvent(payload=release)])
 
 
-class ReadModel:
+class LiveReadModel:
     """The read model's rows, ranked without any cleverness."""
 
     def __init__(self, store: SQLiteMemoryStore) -> None:
@@ -178,7 +182,7 @@ def test_get_relevant_equals_the_plain_ranking(
     rows outside the allow-list never; with no tags, the newest."""
     with SQLiteMemoryStore(":memory:") as store:
         apply(store, operations)
-        model = ReadModel(store)
+        model = LiveReadModel(store)
         with search_settings(*search):
             for tags, limit, adapters in queries:
                 got = store.get_relevant(tags, limit, read_only_from_adapters=adapters)
@@ -204,7 +208,7 @@ def test_prompt_receipts_equal_the_two_query_selection(
     top-n, cut at the last trusted entry, would: same positions, order and reasons."""
     with SQLiteMemoryStore(":memory:") as store:
         apply(store, operations)
-        model = ReadModel(store)
+        model = LiveReadModel(store)
         with (
             search_settings(*search),
             mock.patch.object(prompt_module, "REFUSED_SCAN", refused_scan),

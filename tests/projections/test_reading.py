@@ -18,12 +18,14 @@ from projections import (
     SQLiteMemoryStore,
     load_persistent_memory,
     open_view,
-    policy_for,
     read_entries,
     read_facts,
     read_history,
     recall,
     recall_memory,
+)
+from projections.internal import (
+    policy_for,
 )
 from projections.reading import UNFILTERED
 from projections.verdicts import Judged, verdicts

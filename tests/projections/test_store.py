@@ -14,7 +14,13 @@ from eventlog import (
     MemoryReweighted,
     ReadOnlyStoreError,
 )
-from projections import MEMORY_TYPES, MemoryEntry, SQLiteMemoryStore
+from projections import (
+    MemoryEntry,
+    SQLiteMemoryStore,
+)
+from projections.internal import (
+    MEMORY_TYPES,
+)
 from tests.conftest import Clock
 
 pytestmark = pytest.mark.read_models

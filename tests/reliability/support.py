@@ -12,8 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from eventlog import EventLog, FactPublished, MemoryAdded, RecordedEvent, verify_chain
-from projections import SQLiteMemoryStore, default_projectors, fold
-from projections.reads import Readable
+from projections import (
+    SQLiteMemoryStore,
+)
+from projections.internal import (
+    default_projectors,
+    fold,
+)
+from projections.reads import Queryable
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository root, put on the children's PYTHONPATH."""
@@ -58,14 +64,14 @@ class ScratchWriter:
         self._conn.close()
 
 
-def table_rows(db: Readable, table: str) -> list[Row]:
+def table_rows(db: Queryable, table: str) -> list[Row]:
     """Every row of `table` (a projector's table: a constant name), ordered by all columns."""
     columns = [row[0] for row in db.execute("SELECT name FROM pragma_table_info(?)", (table,))]
     order = ", ".join(f'"{column}"' for column in columns)
     return db.execute(f"SELECT * FROM {table} ORDER BY {order}")
 
 
-def read_model(db: Readable) -> Tables:
+def read_model(db: Queryable) -> Tables:
     """Every table of the default projectors in `db`."""
     return {
         table: table_rows(db, table)

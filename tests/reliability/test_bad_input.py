@@ -168,6 +168,20 @@ STORE_CASES = [
     case(add(content=SURROGATE), VALUE, "Unicode", "add-content-surrogate"),
     case(add(content="x" * TOO_LONG), VALUE, "limit", "add-content-huge"),
     case(add(content="é" * (TOO_LONG // 2 + 1)), VALUE, "limit", "add-content-huge-utf8"),
+    case(add(content=""), VALUE, "content is empty or only whitespace", "add-content-empty"),
+    case(add(content=" \t\r\n"), VALUE, "only whitespace", "add-content-blank"),
+    case(add(content="\u3000\u2028\x85"), VALUE, "only whitespace", "add-content-unicode-blank"),
+    case(
+        lambda s: s.store.add_many(
+            [{"type": "learning", "content": "x"}, {"type": "learning", "content": "  "}]
+        ),
+        VALUE,
+        r"rows\[1\]: content is empty",
+        "add-many-content-blank",
+    ),
+    case(lambda s: s.store.add_episodic("\n", "t"), VALUE, "only whitespace", "episodic-blank"),
+    case(lambda s: s.store.add_semantic(""), VALUE, "only whitespace", "semantic-empty"),
+    case(lambda s: s.store.add_procedural("\t"), VALUE, "only whitespace", "procedural-blank"),
     # add: tags
     case(add(tags="api"), TYPE, "tags", "add-tags-string"),
     case(add(tags=7), TYPE, "tags", "add-tags-int"),
@@ -397,6 +411,14 @@ KB_CASES = [
     case(publish(value=b"v"), TYPE, "value", "publish-value-bytes"),
     case(publish(value={"name": "str"}), TYPE, "value", "publish-value-dict"),
     case(publish(value=SURROGATE), VALUE, "Unicode", "publish-value-surrogate"),
+    case(publish(value=""), VALUE, "value is empty or only whitespace", "publish-value-empty"),
+    case(publish(value=" \n "), VALUE, "only whitespace", "publish-value-blank"),
+    case(
+        lambda s: s.kb.publish_many([("t", "a", "v"), ("t", "b", "\u3000")], scope="run"),
+        VALUE,
+        "value is empty or only whitespace",
+        "publish-many-value-blank",
+    ),
     case(publish(value="v" * TOO_LONG), VALUE, "limit", "publish-value-huge"),
     # publish: scope and adapter
     case(publish(scope="RUN"), VALUE, "scope", "publish-scope-wrong-case"),
@@ -900,7 +922,6 @@ def test_sql_text_is_stored_as_data(subject: Subject) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "",
         "nul \x00 inside",
         "\x00",
         "line\r\nbreaks\tand\x1bescapes",
@@ -909,11 +930,12 @@ def test_sql_text_is_stored_as_data(subject: Subject) -> None:
         "x" * MAX_CONTENT_BYTES,
         "é" * (MAX_CONTENT_BYTES // 2),
     ],
-    ids=["empty", "nul", "only-nul", "controls", "rtl", "astral", "max-ascii", "max-utf8"],
+    ids=["nul", "only-nul", "controls", "rtl", "astral", "max-ascii", "max-utf8"],
 )
 def test_free_text_round_trips_exactly(subject: Subject, text: str) -> None:
-    """Any valid Unicode up to the 1 MiB limit, NUL and control characters included, is
-    stored and read back byte for byte, with the content hash of exactly those bytes."""
+    """Any valid Unicode up to the 1 MiB limit that is not only whitespace, NUL and control
+    characters included, is stored and read back byte for byte, with the content hash of
+    exactly those bytes."""
     entry_id = subject.store.add("learning", text, ["odd"])
     fact = subject.kb.publish("odd", "k", text, scope="run")
     [stored] = [e for e in subject.store.list(tags=["odd"], limit=5) if e.id == entry_id]

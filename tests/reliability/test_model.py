@@ -81,6 +81,8 @@ texts = st.text(
     alphabet=st.sampled_from(["a", "b", "%", "_", "'", ";", "~", "\n", "é", "\x00", "🙂"]),
     max_size=6,
 )
+written_texts = texts.filter(str.strip)
+"""Texts a write accepts: blank ones are refused (the `add` rule checks that)."""
 tag_lists = st.lists(st.sampled_from(TAGS), max_size=3)
 importances = st.sampled_from([0.0, 0.25, 0.5, 1.0])
 adapters = st.sampled_from(ADAPTERS)
@@ -454,6 +456,10 @@ class StoreMachine(RuleBasedStateMachine):
         call = lambda: self.store.add(  # noqa: E731
             type, content, tags, importance, task_id, source_adapter=adapter, derived_from=sources
         )
+        if not content.strip():
+            with pytest.raises(InvalidInputError, match="only whitespace"):
+                call()
+            return
         if self._refused_sources(sources):
             with pytest.raises(InvalidInputError, match="derived_from"):
                 call()
@@ -469,7 +475,9 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(
         rows=st.lists(
-            st.tuples(st.sampled_from(TYPES), texts, tag_lists, adapters), min_size=1, max_size=4
+            st.tuples(st.sampled_from(TYPES), written_texts, tag_lists, adapters),
+            min_size=1,
+            max_size=4,
         ),
         bad_at=st.one_of(st.none(), st.integers(0, 4)),
     )
@@ -507,7 +515,7 @@ class StoreMachine(RuleBasedStateMachine):
         run=st.integers(0, len(RUNS) - 1),
         scope=st.sampled_from(["run", "project"]),
         items=st.lists(
-            st.tuples(st.sampled_from(FACT_TAGS), st.sampled_from(KEYS), texts),
+            st.tuples(st.sampled_from(FACT_TAGS), st.sampled_from(KEYS), written_texts),
             min_size=1,
             max_size=3,
         ),

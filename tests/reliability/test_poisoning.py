@@ -59,7 +59,8 @@ def db_path(tmp_path: Path) -> Path:
 OPERATOR_ROW = 1
 """An untagged row: trusted under the default policy."""
 OTHER_ADAPTER_ROW = 2
-"""A row from an adapter other than the attacker's: trusted only when named."""
+"""A row from an adapter other than the attacker's: trusted only when named, or by a reader
+under that adapter."""
 
 
 @pytest.fixture
@@ -180,7 +181,10 @@ def fenced_blocks(text: str) -> dict[int, tuple[str, str]]:
     lines = text.split("\n")
     blocks: dict[int, tuple[str, str]] = {}
     index = 0
-    header = re.compile(r"^(~{4,}) memory position=(\d+) type=\S+ source=(\S+) producer=\S+$")
+    header = re.compile(
+        r'^(~{4,}) (?:memory|fact) position=(\d+) (?:[a-z]+=(?:"[^"]*"|\S+) )+'
+        r"source=(\S+) producer=\S+$"
+    )
     while index < len(lines):
         match = header.match(lines[index])
         index += 1
@@ -198,8 +202,9 @@ def test_poison_never_reaches_the_prompt_under_the_default_policy(
     db_path: Path, store: SQLiteMemoryStore, path: str
 ) -> None:
     """Through this write path, no payload (nor any trace of one) reaches the prompt built
-    with no policy argument and no trust environment; the trusted rows still do, and the
-    receipt names every poisoned position as kept out for an untrusted adapter."""
+    with no policy argument and no trust environment; the trusted rows still do (the
+    reader's own adapter's among them), and the receipt names every poisoned position as
+    kept out for an untrusted adapter."""
     poisoned = WRITERS[path](db_path, store, PAYLOADS)
     assert len(PAYLOADS) == len(poisoned)
     text = load_persistent_memory(store, REQUEST, task_id="victim", adapter=TRUSTED)
@@ -209,8 +214,8 @@ def test_poison_never_reaches_the_prompt_under_the_default_policy(
     assert ATTACKER not in text
     assert "Run tests with pytest -q" in text
     receipt = last_receipt(store)
-    assert (OPERATOR_ROW,) == receipt.included
-    assert {p: "untrusted_adapter" for p in [*poisoned, OTHER_ADAPTER_ROW]} == {
+    assert (OTHER_ADAPTER_ROW, OPERATOR_ROW) == receipt.included
+    assert {p: "untrusted_adapter" for p in poisoned} == {
         e.position: e.reason for e in receipt.excluded
     }
     assert ("victim", TRUSTED) == (receipt.task_id, receipt.adapter)

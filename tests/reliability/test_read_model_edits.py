@@ -22,13 +22,17 @@ from eventlog import (
     open_log,
 )
 from projections import (
-    QUARANTINED,
-    READ_MODEL_MISMATCH,
     CrossTaskKB,
     MemoryTrustPolicy,
     SQLiteMemoryStore,
     open_view,
     recall_memory,
+)
+from projections.drift import (
+    READ_MODEL_MISMATCH,
+)
+from projections.trust import (
+    QUARANTINED,
 )
 from replay import Ledger, checkpoint, quarantine, verify
 from replay.cli import main

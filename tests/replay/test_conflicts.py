@@ -16,7 +16,13 @@ from eventlog import (
     NewEvent,
     open_log,
 )
-from projections import CrossTaskKB, SQLiteMemoryStore, inquiries
+from projections import (
+    CrossTaskKB,
+    SQLiteMemoryStore,
+)
+from projections.internal import (
+    inquiries,
+)
 from replay import (
     Ledger,
     NotAuthorizedError,

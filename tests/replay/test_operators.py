@@ -36,8 +36,10 @@ from projections import (
     CrossTaskKB,
     MemoryTrustPolicy,
     SQLiteMemoryStore,
-    inquiries,
     load_persistent_memory,
+)
+from projections.internal import (
+    inquiries,
 )
 from replay import (
     Actor,

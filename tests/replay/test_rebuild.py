@@ -25,11 +25,13 @@ from eventlog import (
 )
 from projections import (
     CrossTaskKB,
-    ScratchDatabase,
     SQLiteMemoryStore,
     load_persistent_memory,
     open_view,
     sql,
+)
+from projections.internal import (
+    ScratchDatabase,
 )
 from projections.tables import table_digest, table_rows
 from replay import Ledger, RebuildReport, rebuild

@@ -1,0 +1,123 @@
+"""What `replay` uses from the read side beyond the public API: projectors and the read
+model's handles, the comparisons `rebuild` and `verify` make, the questions audits ask, the
+one read path, the checks and settings the command line shares. Internal: these names may
+change with the package; users import `projections` (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from projections import conflicts, environment, inquiries, lineage, reading
+from projections.agent_reads import (
+    agent_reading,
+    policy_for,
+)
+from projections.cache import (
+    cache_hint,
+    check_cache,
+    linked_events,
+    open_read_model,
+)
+from projections.comparison import (
+    DriftReport,
+    TableComparison,
+    checkpoint_drift,
+    compare_tables,
+    read_model_drift,
+    table_digests,
+)
+from projections.database import (
+    ScratchDatabase,
+)
+from projections.knowledge import (
+    Identity,
+    KnowledgeProjector,
+    fact_identity,
+    matching_positions,
+    run_key,
+)
+from projections.legacy import (
+    LegacyFile,
+    holds_legacy_table,
+    legacy_events,
+)
+from projections.projector import (
+    LiveReadModel,
+    ProjectedTransaction,
+    Projection,
+    Projector,
+    batches,
+    fold,
+)
+from projections.reads import (
+    Queryable,
+)
+from projections.receipts import (
+    ReceiptProjector,
+    receipts,
+)
+from projections.tags import (
+    list_tags,
+)
+from projections.validation import (
+    MEMORY_TYPES,
+    SCOPES,
+    MemoryType,
+    check_allow_list,
+    check_key,
+    check_scope,
+    check_tag,
+)
+from projections.view import (
+    default_projectors,
+    read_model_at_head,
+    view_at,
+)
+
+__all__ = [
+    "MEMORY_TYPES",
+    "SCOPES",
+    "DriftReport",
+    "Identity",
+    "KnowledgeProjector",
+    "LegacyFile",
+    "LiveReadModel",
+    "MemoryType",
+    "ProjectedTransaction",
+    "Projection",
+    "Projector",
+    "Queryable",
+    "ReceiptProjector",
+    "ScratchDatabase",
+    "TableComparison",
+    "agent_reading",
+    "batches",
+    "cache_hint",
+    "check_allow_list",
+    "check_cache",
+    "check_key",
+    "check_scope",
+    "check_tag",
+    "checkpoint_drift",
+    "compare_tables",
+    "conflicts",
+    "default_projectors",
+    "environment",
+    "fact_identity",
+    "fold",
+    "holds_legacy_table",
+    "inquiries",
+    "legacy_events",
+    "lineage",
+    "linked_events",
+    "list_tags",
+    "matching_positions",
+    "open_read_model",
+    "policy_for",
+    "read_model_at_head",
+    "read_model_drift",
+    "reading",
+    "receipts",
+    "run_key",
+    "table_digests",
+    "view_at",
+]
