@@ -44,11 +44,9 @@ def encode_body(envelope: Envelope, log_format: LogFormat) -> bytes:
 
 def without_text(envelope: Envelope) -> Envelope:
     """`envelope` with its payload's text field (if it has one) empty."""
-    field = envelope.payload.text_field
-    if field is None:
+    if envelope.payload.text_field is None:
         return envelope
-    payload = msgspec.structs.replace(envelope.payload, **{field: ""})
-    return msgspec.structs.replace(envelope, payload=payload)
+    return msgspec.structs.replace(envelope, payload=envelope.payload.without_text())
 
 
 def content_hash(data: bytes) -> str:

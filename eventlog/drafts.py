@@ -87,7 +87,9 @@ def prepare(event: object, *, clock_ns: Callable[[], int], max_content_bytes: in
                 "log generates"
             )
     ts_ns = check_ts_ns(clock_ns() if event.ts_ns is None else event.ts_ns)
-    salt = os.urandom(SALT_BYTES)
+    salt = os.urandom(SALT_BYTES) if event.salt is None else event.salt
+    if not isinstance(salt, bytes) or len(salt) != SALT_BYTES:
+        raise InvalidInputError(f"salt must be {SALT_BYTES} bytes")
     return Prepared(event, event_id, caller_id, ts_ns, CURRENT.content_hash(data, salt), data, salt)
 
 

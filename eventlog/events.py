@@ -10,7 +10,7 @@ version still re-encodes to its very bytes.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Self
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -39,6 +39,12 @@ class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
             return ""
         text: str = getattr(self, self.text_field)
         return text
+
+    def without_text(self) -> Self:
+        """This payload with its text field (if it has one) empty: as a v2 body holds it."""
+        if self.text_field is None:
+            return self
+        return msgspec.structs.replace(self, **{self.text_field: ""})
 
 
 def kind_of(payload_type: type[Payload]) -> str:
@@ -326,6 +332,9 @@ class NewEvent(msgspec.Struct, frozen=True, kw_only=True):
     unique one otherwise."""
     ts_ns: int | None = None
     """Wall-clock nanoseconds; the log's clock is used when None. Attribution, not order."""
+    salt: bytes | None = None
+    """The 32 random bytes keying `content_hash`; the log draws them when None. Given only
+    by a signer, who needs the content hash before the event is appended."""
 
 
 class Envelope(msgspec.Struct, frozen=True, kw_only=True):

@@ -184,6 +184,7 @@ def statement_of(log_id: str, record: RecordedEvent, payload: RecordedPayload) -
         producer_task_id=record.producer_task_id,
         run_id=record.run_id,
         source_adapter=record.source_adapter,
+        content_hash=record.content_hash,
         payload=payload,
     )
 

@@ -106,13 +106,13 @@ KNOWLEDGE_DDL = (
     # Legacy rows imported with effect, so importing them again writes nothing; `signed` when
     # an operator's signature made the claims count, so a signed import still writes the rows
     # only an unsigned one imported.
+    # `identity` is what the row claims to be (`projections.legacy.legacy_identity`), never
+    # a hash of its text.
     """CREATE TABLE fl_import (
-        legacy_id INTEGER NOT NULL,
-        created_at REAL NOT NULL,
-        content_hash TEXT NOT NULL,
+        identity TEXT NOT NULL,
         signed INTEGER NOT NULL,
         position INTEGER NOT NULL,
-        PRIMARY KEY (legacy_id, created_at, content_hash, signed)
+        PRIMARY KEY (identity, signed)
     ) WITHOUT ROWID""",
 )
 
@@ -300,23 +300,17 @@ class Unauthorized(Columns, frozen=True):
 _UNAUTHORIZED = "SELECT position, kind, key_id, reason FROM fl_unauthorized"
 UNAUTHORIZED_ALL = Query(_UNAUTHORIZED + " ORDER BY position", Unauthorized)
 UNAUTHORIZED_AT = Query(_UNAUTHORIZED + " WHERE position IN ({marks})", Unauthorized)
-IMPORT_INSERT = (
-    "INSERT OR IGNORE INTO fl_import (legacy_id, created_at, content_hash, signed, position) "
-    "VALUES (?, ?, ?, ?, ?)"
-)
+IMPORT_INSERT = "INSERT OR IGNORE INTO fl_import (identity, signed, position) VALUES (?, ?, ?)"
 
 
 class Imported(Columns, frozen=True):
     """A legacy row imported with effect."""
 
-    legacy_id: int
-    created_at: float
-    content_hash: str
+    identity: str
+    """`projections.legacy.legacy_identity` of the row."""
 
 
-IMPORT_ALL = Query(
-    "SELECT legacy_id, created_at, content_hash FROM fl_import WHERE signed >= ?", Imported
-)
+IMPORT_ALL = Query("SELECT identity FROM fl_import WHERE signed >= ?", Imported)
 
 
 QUARANTINE_MATCH_POSITIONS = (" AND id IN ({marks})", " AND position IN ({marks})")

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from eventlog import MemoryAdded, NewEvent, content_hash, read_row
+from eventlog import MemoryAdded, NewEvent, read_row
 from eventlog.chain import GENESIS_CONTEXT, GENESIS_DOMAIN
-from eventlog.signing import claims_of
 from projections.internal import (
     LegacyFile,
     inquiries,
     legacy_events,
+    legacy_identity,
 )
 from replay.keys import KeySource, operator_key
 from replay.operators import Actor, append_with_effect, signed_event
@@ -184,14 +184,14 @@ def import_report(
     )
 
 
-def not_imported(done: set[tuple[int, float, str]], events: list[NewEvent]) -> list[NewEvent]:
-    """`events` whose legacy rows (id, created_at, content) were not imported yet, once each."""
+def not_imported(done: set[str], events: list[NewEvent]) -> list[NewEvent]:
+    """`events` whose legacy rows (by the identity they claim) were not imported yet, once
+    each."""
     fresh = []
     for event in events:
         payload = event.payload
-        claims = claims_of(payload)
-        assert isinstance(payload, MemoryAdded) and claims is not None
-        row = (claims.id, claims.created_at, content_hash(payload.content.encode("utf-8")))
+        assert isinstance(payload, MemoryAdded)
+        row = legacy_identity(payload)
         if row not in done:
             done.add(row)
             fresh.append(event)

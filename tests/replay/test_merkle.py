@@ -8,6 +8,7 @@ certificate-transparency reference tests; `python -m tests.replay.test_merkle` r
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eventlog import InvalidInputError
-from eventlog.chain import BLAKE3
+from eventlog.chain import BLAKE3, SHA256
 from replay.merkle import (
     CompactRange,
     Span,
@@ -371,3 +372,56 @@ def test_range_not_starting_at_zero_has_no_root() -> None:
 
 if __name__ == "__main__":
     VECTORS_PATH.write_text(json.dumps(reference_vectors(), indent=2) + "\n")
+
+
+# -- format v2: SHA-256, against certificate-transparency's published roots -----------------
+
+CT_SHA256_ROOTS = [
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+    "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
+    "aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
+    "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+    "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
+    "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
+    "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
+    "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328",
+]
+"""RFC 6962 tree heads over the first n leaf inputs, as certificate-transparency's reference
+tests publish them (SHA-256)."""
+
+
+def sha256_mth(leaves: Sequence[bytes]) -> bytes:
+    """RFC 6962 2.1 MTH with hashlib, recursively: shares no code with `replay.merkle`."""
+    if not leaves:
+        return hashlib.sha256(b"").digest()
+    if len(leaves) == 1:
+        return hashlib.sha256(b"\x00" + leaves[0]).digest()
+    k = ref_k(len(leaves))
+    return hashlib.sha256(b"\x01" + sha256_mth(leaves[:k]) + sha256_mth(leaves[k:])).digest()
+
+
+@pytest.mark.parametrize("size", range(9))
+def test_v2_tree_heads_are_rfc_6962_sha256(size: int) -> None:
+    """Format v2's tree (`SHA256`), fed the CT reference leaves, gives CT's published roots,
+    and so does a from-scratch hashlib MTH."""
+    data = [bytes.fromhex(leaf) for leaf in LEAF_INPUTS[:size]]
+    tree = CompactRange(SHA256)
+    tree.add_leaves([SHA256.leaf_hash(d) for d in data])
+    assert CT_SHA256_ROOTS[size] == tree.root().hex() == sha256_mth(data).hex()
+
+
+@pytest.mark.parametrize("size", [5, 7, 8])
+def test_v2_inclusion_proofs_reach_the_ct_root(size: int) -> None:
+    """Every leaf's inclusion path leads to CT's published root for its tree size."""
+    leaves = [SHA256.leaf_hash(bytes.fromhex(leaf)) for leaf in LEAF_INPUTS[:size]]
+    for index in range(size):
+        path = [
+            fold(
+                [perfect_hash(leaves[i << lv : (i + 1) << lv], SHA256) for lv, i in pieces(*span)],
+                SHA256,
+            )
+            for span in inclusion_spans(index, size)
+        ]
+        root = root_from_inclusion(index, size, leaves[index], path, SHA256)
+        assert root is not None and CT_SHA256_ROOTS[size] == root.hex()
