@@ -1,4 +1,4 @@
-"""The write side of factledger: event types, canonical codec, BLAKE3 chain, log backends."""
+"""The write side of factledger: event types, canonical codec, the chain, log backends."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from eventlog.backend import (
     StoredRow,
 )
 from eventlog.checks import MAX_CONTENT_BYTES, is_dsn
-from eventlog.codec import content_hash, decode_record, encode_envelope
+from eventlog.codec import content_hash, decode_record, encode_envelope, read_row
 from eventlog.errors import (
     ChainBreak,
     CorruptLogError,
@@ -26,6 +26,7 @@ from eventlog.errors import (
     FactledgerError,
     InvalidInputError,
     InvalidTypeError,
+    LegacyFormatError,
     LogBusyError,
     LogExistsError,
     LogMissingError,
@@ -58,6 +59,7 @@ from eventlog.events import (
     RecallRecorded,
     RecordedEvent,
     TrustSettings,
+    Unreadable,
     is_operator_action,
 )
 from eventlog.sqlite import SQLiteEventLog
@@ -94,6 +96,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidTypeError",
     "LegacyClaims",
+    "LegacyFormatError",
     "LogBusyError",
     "LogExistsError",
     "LogMissingError",
@@ -118,6 +121,7 @@ __all__ = [
     "StoredRow",
     "TrustSettings",
     "UnknownEventKindError",
+    "Unreadable",
     "__version__",
     "chain_at",
     "content_hash",
@@ -125,6 +129,7 @@ __all__ = [
     "encode_envelope",
     "is_operator_action",
     "open_log",
+    "read_row",
     "verify_chain",
 ]
 

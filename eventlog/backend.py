@@ -15,6 +15,7 @@ from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 import msgspec
 
 from eventlog.events import NewEvent, RecordedEvent
+from eventlog.formats import LogFormat
 
 Durability = Literal["full", "fast"]
 """`full`: an acknowledged append survives power loss. `fast`: it survives a process crash."""
@@ -23,12 +24,21 @@ Row = tuple[Any, ...]
 
 
 class StoredRow(NamedTuple):
-    """One log row exactly as stored: what verification re-hashes."""
+    """One log row exactly as stored: what verification re-hashes. In format v2 the row
+    carries the text and salt stored beside it (None, both, when none are stored)."""
 
     position: int
     event_id: str
     body: bytes
     chain_hash: bytes
+    text: bytes | None = None
+    """The UTF-8 text from the content table; None when none is stored or it is over the
+    read limit (`eventlog.formats.MAX_TEXT_BYTES`)."""
+    salt: bytes | None = None
+    """The salt from the content table; None when the event has no content row."""
+    leaf: bytes | None = None
+    """The leaf hash, computed by the backend while streaming a body over the read limit
+    (`body` is then empty: the body is never held in memory)."""
 
 
 class Head(msgspec.Struct, frozen=True, kw_only=True):
@@ -74,6 +84,12 @@ class EventLog(Protocol):
 
     @property
     def log_id(self) -> str: ...
+
+    @property
+    def log_format(self) -> LogFormat:
+        """The format the log is stored in (`eventlog.formats`): its chain, where its texts
+        sit, whether this version writes it."""
+        ...
 
     @property
     def durability(self) -> Durability: ...

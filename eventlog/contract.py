@@ -6,11 +6,13 @@ Needs pytest (`pip install factledger[dev]`); importing `eventlog` alone does no
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Callable
 from typing import Any
 
 import blake3
+import msgspec
 import pytest
 
 from eventlog import (
@@ -37,8 +39,8 @@ from eventlog import (
     TrustSettings,
     verify_chain,
 )
-from eventlog.chain import genesis, leaf_hash, link
 from eventlog.events import Exclusion
+from eventlog.formats import CURRENT
 from eventlog.rows import READ_CHUNK
 
 
@@ -111,7 +113,7 @@ class LogContract:
         """An empty log's head is position 0 with the genesis derived from its id."""
         head = log.head()
         assert 0 == head.position
-        assert genesis(log.log_id).hex() == head.chain_hash
+        assert log.log_format.chain.genesis(log.log_id).hex() == head.chain_hash
         assert [] == list(log.read())
 
     def test_positions_are_dense_from_one(self, log: EventLog) -> None:
@@ -145,23 +147,49 @@ class LogContract:
         ] == [r.kind for r in read]
         assert ("run-1", "codex") == (read[1].run_id, read[1].source_adapter)
 
-    def test_content_hash_is_blake3_of_written_text(self, log: EventLog) -> None:
-        """content_hash is 'blake3:' + hex BLAKE3 of the UTF-8 text the event writes."""
-        added = log.append(memory("naïve café"))
-        published = log.append(fact("k", "v1"))
-        removed = log.append(NewEvent(payload=MemoryRemoved(entry_ids=(1,), reason="removed")))
-        expected = "blake3:" + blake3.blake3("naïve café".encode()).hexdigest()
-        assert expected == added.content_hash
-        assert "blake3:" + blake3.blake3(b"v1").hexdigest() == published.content_hash
-        assert "blake3:" + blake3.blake3(b"").hexdigest() == removed.content_hash
+    def test_new_logs_are_format_v2(self, log: EventLog) -> None:
+        """A new log is written in the current format (v2)."""
+        assert CURRENT == log.log_format
+        assert 2 == log.log_format.version
+
+    def test_content_hash_is_blake3_keyed_by_the_salt_beside_it(self, log: EventLog) -> None:
+        """content_hash is 'blake3-keyed:' + hex BLAKE3 keyed by the event's 32-byte salt over
+        the UTF-8 text it writes; text and salt are stored beside the body."""
+        log.append(memory("naïve café"))
+        log.append(fact("k", "v1"))
+        log.append(NewEvent(payload=MemoryRemoved(entry_ids=(1,), reason="removed")))
+        texts = ["naïve café".encode(), b"v1", b""]
+        for row, text, record in zip(log.scan(), texts, log.read(), strict=True):
+            assert (text, 32) == (row.text, len(row.salt or b""))
+            keyed = blake3.blake3(text, key=row.salt or b"").hexdigest()
+            assert "blake3-keyed:" + keyed == record.content_hash
+
+    def test_each_event_draws_its_own_salt(self, log: EventLog) -> None:
+        """Two events writing the same text get different salts and content hashes."""
+        first, second = log.append_many([memory("same"), memory("same")])
+        salts = [row.salt for row in log.scan()]
+        assert salts[0] != salts[1]
+        assert first.content_hash != second.content_hash
+
+    def test_the_chained_body_holds_no_text(self, log: EventLog) -> None:
+        """The body is the envelope with the payload's text field empty; reads give the text."""
+        log.append_many([memory("secret words"), fact("k", "more secret")])
+        for row in log.scan():
+            assert b"secret" not in row.body
+            payload = msgspec.json.decode(row.body)["payload"]
+            assert "" == payload.get("content", payload.get("value"))
+        assert ["secret words", "more secret"] == [r.payload.written_text() for r in log.read()]
+        assert ["intact", "intact"] == [r.text_state for r in log.read()]
 
     def test_chain_hash_follows_the_documented_construction(self, log: EventLog) -> None:
-        """Every chain value is link(previous, leaf(stored bytes)) from the genesis."""
+        """Every chain value is SHA-256(0x02 || previous || SHA-256(0x00 || body)) from
+        SHA-256(domain || log id), computed here with hashlib alone."""
         log.append_many([memory("a"), fact("k", "v")])
         log.append(memory("b"))
-        value = genesis(log.log_id)
+        value = hashlib.sha256(b"factledger/v2 genesis\x00" + log.log_id.encode()).digest()
         for row in log.scan():
-            value = link(value, leaf_hash(row.body))
+            leaf = hashlib.sha256(b"\x00" + row.body).digest()
+            value = hashlib.sha256(b"\x02" + value + leaf).digest()
             assert value == bytes(row.chain_hash)
         assert value.hex() == log.head().chain_hash
 
@@ -360,7 +388,7 @@ class LogContract:
     def test_verify_passes_on_an_untouched_log(self, log: EventLog) -> None:
         """The verification primitive accepts a log nobody tampered with."""
         log.append_many(EVERY_KIND)
-        report = verify_chain(log, genesis(log.log_id))
+        report = verify_chain(log)
         assert (True, len(EVERY_KIND), None) == (
             report.ok,
             report.checked,

@@ -1,8 +1,11 @@
-"""From a draft to stored bytes: what every log backend does the same way.
+"""From a draft to stored bytes: what every log backend does the same way, in the format
+new logs are written in (`eventlog.formats.CURRENT`, v2).
 
-A backend checks each draft (`prepare`), gives it the next position under its write lock,
-and `seal`s it: the canonical bytes, the chain value after it, and the record those bytes
-decode to. Decoding what is about to be stored guarantees nothing undecodable is written.
+A backend checks each draft (`prepare`: its text, and a fresh random salt that keys its
+content hash), gives it the next position under its write lock, and `seal`s it: the
+canonical body (without the text), the chain value after it, the text and salt stored
+beside it, and the record. Decoding what is about to be stored guarantees nothing
+undecodable is written.
 """
 
 from __future__ import annotations
@@ -10,10 +13,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import msgspec
 
-from eventlog import chain
 from eventlog.checks import (
     check_actor,
     check_content,
@@ -21,12 +24,10 @@ from eventlog.checks import (
     check_optional_actor,
     check_ts_ns,
 )
-from eventlog.codec import content_hash, decode_record, encode_envelope
+from eventlog.codec import decode_record, encode_body
 from eventlog.errors import CorruptLogError, InvalidInputError, InvalidTypeError
 from eventlog.events import GENERATED_ID_PREFIX, Envelope, NewEvent, Payload, RecordedEvent
-
-MAX_EVENT_BYTES = 8 * 1024 * 1024
-"""Hard limit on one event's stored bytes (content is limited separately, to 1 MiB)."""
+from eventlog.formats import CURRENT, MAX_ENVELOPE_BYTES, SALT_BYTES
 
 
 class Prepared(msgspec.Struct, frozen=True):
@@ -37,6 +38,20 @@ class Prepared(msgspec.Struct, frozen=True):
     caller_event_id: bool
     ts_ns: int
     content_hash: str
+    text: bytes
+    """The UTF-8 text the event writes, stored beside its body."""
+    salt: bytes
+    """Random bytes drawn for this event alone, keying its content hash."""
+
+
+class Sealed(NamedTuple):
+    """A prepared event at its position: what a backend stores, and the record it reads as."""
+
+    body: bytes
+    chain_hash: bytes
+    text: bytes
+    salt: bytes
+    record: RecordedEvent
 
 
 def new_event_id() -> str:
@@ -72,7 +87,10 @@ def prepare(event: object, *, clock_ns: Callable[[], int], max_content_bytes: in
                 "log generates"
             )
     ts_ns = check_ts_ns(clock_ns() if event.ts_ns is None else event.ts_ns)
-    return Prepared(event, event_id, caller_id, ts_ns, content_hash(data))
+    salt = os.urandom(SALT_BYTES) if event.salt is None else event.salt
+    if not isinstance(salt, bytes) or len(salt) != SALT_BYTES:
+        raise InvalidInputError(f"salt must be {SALT_BYTES} bytes")
+    return Prepared(event, event_id, caller_id, ts_ns, CURRENT.content_hash(data, salt), data, salt)
 
 
 def check_distinct_ids(prepared: Sequence[Prepared]) -> None:
@@ -82,15 +100,22 @@ def check_distinct_ids(prepared: Sequence[Prepared]) -> None:
         raise InvalidInputError("the same event_id appears twice in one append")
 
 
-def seal(item: Prepared, position: int, previous: bytes) -> tuple[bytes, bytes, RecordedEvent]:
-    """The stored bytes of `item` at `position`, the chain value after it, and its record."""
+def seal(item: Prepared, position: int, previous: bytes) -> Sealed:
+    """`item` at `position`, after the chain value `previous`."""
     body = _encode_checked(item, position)
-    chain_value = chain.link(previous, chain.leaf_hash(body))
+    scheme = CURRENT.chain
+    chain_value = scheme.link(previous, scheme.leaf_hash(body))
     try:
         record = decode_record(body, position=position, chain_hash=chain_value.hex())
     except CorruptLogError as exc:
         raise InvalidInputError(f"event does not match its schema: {exc}") from None
-    return body, chain_value, record
+    field = record.payload.text_field
+    if field is not None:
+        payload = msgspec.structs.replace(
+            record.payload, **{field: item.event.payload.written_text()}
+        )
+        msgspec.structs.force_setattr(record, "payload", payload)
+    return Sealed(body, chain_value, item.text, item.salt, record)
 
 
 def same_event(record: RecordedEvent, draft: NewEvent) -> bool:
@@ -117,12 +142,12 @@ def _encode_checked(item: Prepared, position: int) -> bytes:
         payload=draft.payload,
     )
     try:
-        body = encode_envelope(envelope)
+        body = encode_body(envelope, CURRENT)
     except (msgspec.EncodeError, TypeError, ValueError, UnicodeError) as exc:
         raise InvalidInputError(f"{draft.payload.kind} event cannot be encoded: {exc}") from None
-    if len(body) > MAX_EVENT_BYTES:
+    if len(body) > MAX_ENVELOPE_BYTES:
         raise InvalidInputError(
-            f"{draft.payload.kind} event is {len(body)} bytes encoded; "
-            f"the limit is {MAX_EVENT_BYTES}"
+            f"{draft.payload.kind} event is {len(body)} bytes encoded without its text; "
+            f"the limit is {MAX_ENVELOPE_BYTES}"
         )
     return body

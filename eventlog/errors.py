@@ -67,6 +67,11 @@ class CorruptLogError(FactledgerError):
         self.position = position
 
 
+class StrayContentError(CorruptLogError):
+    """The log's file holds a text for a position past its head (a copied, rewound or edited
+    file): a write there is refused rather than the text silently deleted or mismatched."""
+
+
 class UnknownEventKindError(CorruptLogError):
     """A stored row names an event kind this version does not know."""
 
@@ -77,6 +82,11 @@ class UnknownEventKindError(CorruptLogError):
 
 class ReadOnlyStoreError(FactledgerError):
     """A write was attempted through a read-only view."""
+
+
+class LegacyFormatError(ReadOnlyStoreError):
+    """A write was attempted to a log of a format this version reads but never writes (v1):
+    `factledger migrate` copies it into a new log."""
 
 
 class ChainBreak(FactledgerError):

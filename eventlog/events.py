@@ -10,7 +10,7 @@ version still re-encodes to its very bytes.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal, Self
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -39,6 +39,12 @@ class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
             return ""
         text: str = getattr(self, self.text_field)
         return text
+
+    def without_text(self) -> Self:
+        """This payload with its text field (if it has one) empty: as a v2 body holds it."""
+        if self.text_field is None:
+            return self
+        return msgspec.structs.replace(self, **{self.text_field: ""})
 
 
 def kind_of(payload_type: type[Payload]) -> str:
@@ -278,6 +284,20 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
 )
 
 
+class Unreadable(Payload, tag="unreadable", frozen=True, kw_only=True):
+    """A stored row this version cannot decode (an unknown kind, a malformed or oversized
+    body, written by a later version or by hand): read as an event that changes nothing.
+    Never appended; its envelope holds the row's position and event id and, where the body
+    names them readably, its writer."""
+
+    reason: str
+    claimed_kind: str | None = None
+    """The kind the row names, when it names one readably."""
+
+
+RecordedPayload = EventPayload | Unreadable
+"""What a recorded event's payload can be: an event kind, or a row read as unreadable."""
+
 OPERATOR_KINDS = frozenset(kind_of(t) for t in PAYLOAD_TYPES if t.operator_only)
 """Kinds whose every event is an operator action (`Payload.operator_only`)."""
 OPERATOR_FIELDS = {kind_of(t): t.operator_fields for t in PAYLOAD_TYPES if t.operator_fields}
@@ -312,6 +332,9 @@ class NewEvent(msgspec.Struct, frozen=True, kw_only=True):
     unique one otherwise."""
     ts_ns: int | None = None
     """Wall-clock nanoseconds; the log's clock is used when None. Attribution, not order."""
+    salt: bytes | None = None
+    """The 32 random bytes keying `content_hash`; the log draws them when None. Given only
+    by a signer, who needs the content hash before the event is appended."""
 
 
 class Envelope(msgspec.Struct, frozen=True, kw_only=True):
@@ -324,7 +347,7 @@ class Envelope(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str | None
     source_adapter: str | None
     content_hash: str
-    payload: EventPayload
+    payload: RecordedPayload
 
     @property
     def kind(self) -> str:
@@ -332,8 +355,17 @@ class Envelope(msgspec.Struct, frozen=True, kw_only=True):
         return self.payload.kind
 
 
+TextState = Literal["intact", "absent", "mismatch"]
+"""How a recorded event's text was found (format v2 keeps it beside the chain): `intact`, it
+matches `content_hash`; `absent`, no text is stored for the event (erased, or a row written
+around the API); `mismatch`, the stored text does not match `content_hash` (drift). Unless
+intact, the payload's text field reads empty: nothing unproven reaches a reader."""
+
+
 class RecordedEvent(Envelope, frozen=True, kw_only=True):
     """An event as read back from the log, with the chain hash that seals it."""
 
     chain_hash: str = ""
-    """Hex BLAKE3 chain value after this event; not part of the hashed bytes."""
+    """Hex chain value after this event; not part of the hashed bytes."""
+    text_state: TextState = "intact"
+    """Whether the text read back is the one `content_hash` names (`TextState`)."""

@@ -31,12 +31,11 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
-from eventlog import chain
 from eventlog import postgres_schema as schema
 from eventlog.backend import Durability, Head, Row, StoredRow
 from eventlog.checks import MAX_CONTENT_BYTES
-from eventlog.codec import decode_record
-from eventlog.drafts import Prepared, check_distinct_ids, prepare, same_event, seal
+from eventlog.codec import read_row
+from eventlog.drafts import Prepared, Sealed, check_distinct_ids, prepare, same_event, seal
 from eventlog.errors import (
     EventIdConflictError,
     EventNotFoundError,
@@ -48,16 +47,19 @@ from eventlog.errors import (
     PermissionDeniedError,
     StorageError,
 )
-from eventlog.events import NewEvent, RecordedEvent
+from eventlog.events import NewEvent, RecordedEvent, Unreadable
+from eventlog.formats import CURRENT, MAX_TEXT_BYTES, LogFormat, format_named
 from eventlog.logs import get_logger
 from eventlog.postgres_schema import Roles
-from eventlog.rows import decoded_events, lookup_event, stored_rows, window
+from eventlog.rows import decoded_events, lookup_event, stored_row, stored_rows, window
 
 log = get_logger("factledger.eventlog")
 T = TypeVar("T")
 Connection = psycopg.Connection[Any]
 
 CONNECT_TIMEOUT_S = 10
+OVERSIZE_CHUNK = 1024 * 1024
+"""Bytes read at a time while hashing a body over the read limit."""
 
 _SQL_SESSION = (
     "SELECT set_config('lock_timeout', %s, false),"
@@ -74,22 +76,50 @@ _SQL_COMMIT = "COMMIT"
 _SQL_ROLLBACK = "ROLLBACK"
 
 
+_ROWS = (
+    "SELECT e.position, e.event_id,"
+    " CASE WHEN octet_length(e.body) <= {body_limit} THEN e.body END,"
+    " e.chain_hash, {text}, {salt} FROM {{schema}}.events e {join}"
+)
+_CONTENT = {
+    "text": "CASE WHEN octet_length(c.text) <= {text_limit} THEN c.text END",
+    "salt": "c.salt",
+    "join": "LEFT JOIN {{schema}}.content c ON c.position = e.position",
+}
+_NO_CONTENT = {"text": "NULL::bytea", "salt": "NULL::bytea", "join": ""}
+
+
+def _rows_query(log_format: LogFormat, where: str) -> str:
+    """The statement reading rows as `eventlog.rows.stored_row` takes them (v2 joins the
+    content table), with a body or text over the read limit left out."""
+    parts = _CONTENT if log_format.text_beside else _NO_CONTENT
+    select = _ROWS.format(
+        body_limit=log_format.max_body_bytes,
+        **{name: part.format(text_limit=MAX_TEXT_BYTES) for name, part in parts.items()},
+    )
+    return select + where
+
+
 class _Statements(NamedTuple):
-    """The log's statements, rendered for one schema."""
+    """The log's statements, rendered for one schema (and the format of its log)."""
 
     lock: str = "SELECT 1 FROM {schema}.head FOR UPDATE"
     head: str = "SELECT position, chain_hash FROM {schema}.head"
-    by_event_ids: str = (
-        "SELECT position, event_id, body, chain_hash FROM {schema}.events WHERE event_id = ANY(%s)"
-    )
+    by_event_ids: str = _rows_query(CURRENT, " WHERE e.event_id = ANY(%s)")
     count_event_ids: str = "SELECT count(*) FROM {schema}.events WHERE event_id = ANY(%s)"
     insert: str = (
         "INSERT INTO {schema}.events (position, event_id, body, chain_hash)"
         " SELECT * FROM unnest(%b::bigint[], %b::text[], %b::bytea[], %b::bytea[])"
     )
-    read: str = (
-        "SELECT position, event_id, body, chain_hash FROM {schema}.events"
-        " WHERE position > %s AND position <= %s ORDER BY position LIMIT %s"
+    insert_content: str = (
+        "INSERT INTO {schema}.content (position, text, salt)"
+        " SELECT * FROM unnest(%b::bigint[], %b::bytea[], %b::bytea[])"
+    )
+    read: str = _rows_query(
+        CURRENT, " WHERE e.position > %s AND e.position <= %s ORDER BY e.position LIMIT %s"
+    )
+    body_chunk: str = (
+        "SELECT substring(body FROM %s FOR %s) FROM {schema}.events WHERE position = %s"
     )
     meta: str = "SELECT value FROM {schema}.meta WHERE name = %s"
     binding: str = "SELECT adapter FROM {schema}.agents WHERE role = session_user"
@@ -103,8 +133,17 @@ class _Statements(NamedTuple):
     )
 
     @classmethod
-    def for_schema(cls, name: str) -> _Statements:
-        return cls(*(schema.render(template, name) for template in cls()))
+    def for_schema(cls, name: str, log_format: LogFormat = CURRENT) -> _Statements:
+        templates = cls()
+        if log_format is not CURRENT:
+            templates = templates._replace(
+                by_event_ids=_rows_query(log_format, " WHERE e.event_id = ANY(%s)"),
+                read=_rows_query(
+                    log_format,
+                    " WHERE e.position > %s AND e.position <= %s ORDER BY e.position LIMIT %s",
+                ),
+            )
+        return cls(*(schema.render(template, name) for template in templates))
 
 
 _BUSY_STATES = frozenset({"55P03", "40P01", "40001"})
@@ -211,6 +250,7 @@ class PostgresEventLog:
         self._where = f"PostgreSQL database {params.get('dbname') or params.get('user') or ''}"
         self._schema = ""
         self._sql = _Statements()
+        self._format = CURRENT
         self._lock = threading.RLock()
         self._tx: _Transaction | None = None
         self._conn: Connection | None = self._first_connection()
@@ -220,7 +260,7 @@ class PostgresEventLog:
         except BaseException:
             self.close()
             raise
-        self._genesis = chain.genesis(self._log_id)
+        self._genesis = self._format.chain.genesis(self._log_id)
 
     # -- connections ---------------------------------------------------------------------
 
@@ -244,7 +284,7 @@ class PostgresEventLog:
             raise
         if not self._schema:
             self._schema = name
-            self._sql = _Statements.for_schema(name)
+            self._sql = _Statements.for_schema(name, self._format)
             info = conn.info
             self._where = f"PostgreSQL log {name} in database {info.dbname} at {info.host}"
         elif name != self._schema:
@@ -323,7 +363,7 @@ class PostgresEventLog:
                     raise StorageError(f"{self._where} holds no factledger log")
                 log_id = str(uuid.uuid4())
                 with conn.transaction():
-                    schema.create(conn, self._schema, log_id, chain.genesis(log_id))
+                    schema.create(conn, self._schema, log_id, CURRENT.chain.genesis(log_id))
             meta = {
                 name: row[0] if row else None
                 for name in ("log_id", "format")
@@ -331,11 +371,10 @@ class PostgresEventLog:
             }
         except psycopg.Error as exc:
             raise translate(exc, "open", self._where) from None
-        if meta["format"] != schema.LOG_FORMAT or meta["log_id"] is None:
-            raise StorageError(
-                f"{self._where} holds a log of format {meta['format']!r}; "
-                f"this version reads {schema.LOG_FORMAT!r}"
-            )
+        self._format = format_named(schema.FORMAT_PREFIX, meta["format"], self._where)
+        self._sql = _Statements.for_schema(self._schema, self._format)
+        if meta["log_id"] is None:
+            raise StorageError(f"{self._where} holds a log with no log id")
         return str(meta["log_id"])
 
     def _binding(self) -> str | None:
@@ -359,6 +398,11 @@ class PostgresEventLog:
     def log_id(self) -> str:
         """The id this log was created with; the chain's genesis is derived from it."""
         return self._log_id
+
+    @property
+    def log_format(self) -> LogFormat:
+        """The format the log is stored in (`eventlog.formats`)."""
+        return self._format
 
     @property
     def durability(self) -> Durability:
@@ -472,11 +516,11 @@ class PostgresEventLog:
         handle only while a chunk is fetched."""
         span = window(after, until, limit)
         last = span.until if span.until is not None else self.head().position
-        return decoded_events(self._fetch, span.after, last, span.limit)
+        return decoded_events(self._fetch, self._format, span.after, last, span.limit)
 
     def event_at(self, position: int) -> RecordedEvent:
         """The event at `position`, in one round trip (`LogSnapshot.event_at`)."""
-        return lookup_event(self._fetch, position)
+        return lookup_event(self._fetch, self._format, position)
 
     def scan(
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
@@ -486,16 +530,30 @@ class PostgresEventLog:
         last = span.until if span.until is not None else self.head().position
         return stored_rows(self._fetch, span.after, last, span.limit)
 
-    def _fetch(self, after: int, last: int, count: int) -> list[Row]:
+    def _fetch(self, after: int, last: int, count: int) -> list[StoredRow]:
         """One chunk of rows (`eventlog.rows.Fetch`), through the open transaction if any."""
         with self._lock:
             tx = self._tx
             if tx is not None:
                 return tx.guard(lambda: tx.fetch(after, last, count), "read")
-            return self._run(
-                lambda conn, _: conn.execute(self._sql.read, (after, last, count)).fetchall(),
-                "read",
-            )
+            return self._run(lambda conn, _: self._rows(conn, after, last, count), "read")
+
+    def _rows(self, conn: Connection, after: int, last: int, count: int) -> list[StoredRow]:
+        rows = conn.execute(self._sql.read, (after, last, count)).fetchall()
+        return [stored_row(row, lambda p: self._oversize_leaf(conn, p)) for row in rows]
+
+    def _oversize_leaf(self, conn: Connection, position: int) -> bytes:
+        """The leaf hash of a body over the read limit, read a chunk at a time."""
+        hasher = self._format.chain.new()
+        hasher.update(b"\x00")
+        start = 1
+        while True:
+            row = conn.execute(self._sql.body_chunk, (start, OVERSIZE_CHUNK, position)).fetchone()
+            chunk = bytes(row[0]) if row and row[0] is not None else b""
+            hasher.update(chunk)
+            if len(chunk) < OVERSIZE_CHUNK:
+                return hasher.digest()
+            start += OVERSIZE_CHUNK
 
     def close(self) -> None:
         """Close the connection. The handle must not be used afterwards."""
@@ -575,7 +633,9 @@ class _Snapshot:
         span = window(after, until, limit)
         head = self.head().position
         last = head if span.until is None else min(span.until, head)
-        return decoded_events(self._owner._fetch, span.after, last, span.limit)
+        return decoded_events(
+            self._owner._fetch, self._owner.log_format, span.after, last, span.limit
+        )
 
     def event_at(self, position: int) -> RecordedEvent:
         """One round trip when the event is there: a head not fixed yet will be at least
@@ -583,8 +643,10 @@ class _Snapshot:
         answer holds for the rest of this read."""
         if self._head is None:
             with contextlib.suppress(EventNotFoundError):
-                return lookup_event(self._owner._fetch, position)
-        return lookup_event(self._owner._fetch, position, self.head().position)
+                return lookup_event(self._owner._fetch, self._owner.log_format, position)
+        return lookup_event(
+            self._owner._fetch, self._owner.log_format, position, self.head().position
+        )
 
 
 class _Transaction:
@@ -596,7 +658,7 @@ class _Transaction:
         self._conn = conn
         self._sql = owner._sql
         self._head: tuple[int, bytes] | None = None
-        self._pending: list[tuple[int, str, bytes, bytes]] = []
+        self._pending: list[Sealed] = []
         self._written: list[str] = []
 
     # -- the LogTransaction interface ----------------------------------------------------
@@ -610,18 +672,21 @@ class _Transaction:
     ) -> Iterator[RecordedEvent]:
         span = window(after, until, limit)
         last = span.until if span.until is not None else self.head().position
-        return decoded_events(self._guarded_fetch, span.after, last, span.limit)
+        return decoded_events(
+            self._guarded_fetch, self._owner.log_format, span.after, last, span.limit
+        )
 
     def event_at(self, position: int) -> RecordedEvent:
-        return lookup_event(self._guarded_fetch, position)
+        return lookup_event(self._guarded_fetch, self._owner.log_format, position)
 
-    def _guarded_fetch(self, after: int, last: int, count: int) -> list[Row]:
+    def _guarded_fetch(self, after: int, last: int, count: int) -> list[StoredRow]:
         return self.guard(lambda: self.fetch(after, last, count), "read")
 
     def append(self, event: NewEvent) -> RecordedEvent:
         return self.append_many([event])[0]
 
     def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
+        self._owner.log_format.check_writable(self._owner._where)
         prepared = self._owner._prepare(events)
         return self.guard(lambda: self.append_prepared(prepared, resolving=False), "append to")
 
@@ -671,8 +736,7 @@ class _Transaction:
 
     def _send_pending(self) -> None:
         if self._pending:
-            columns = [list(column) for column in zip(*self._pending, strict=True)]
-            self._conn.execute(self._sql.insert, columns)
+            _insert(self._conn, self._sql, self._pending)
             self._pending = []
 
     def _locked_head(self) -> tuple[int, bytes]:
@@ -681,9 +745,9 @@ class _Transaction:
         assert self._head is not None
         return self._head
 
-    def fetch(self, after: int, last: int, count: int) -> list[Row]:
+    def fetch(self, after: int, last: int, count: int) -> list[StoredRow]:
         self._sync(())
-        return self._conn.execute(self._sql.read, (after, last, count)).fetchall()
+        return self._owner._rows(self._conn, after, last, count)
 
     def append_prepared(
         self, prepared: Sequence[Prepared], *, resolving: bool
@@ -694,21 +758,35 @@ class _Transaction:
         rows = self._sync(lookup) if self._head is None or lookup else []
         found = {row[1]: row for row in rows}
         position, previous = self._locked_head()
-        new_rows: list[tuple[int, str, bytes, bytes]] = []
+        new_rows: list[Sealed] = []
         records: list[RecordedEvent] = []
         for item in prepared:
             row = found.get(item.event_id)
             if row is not None:
-                records.append(_recorded(row, item))
+                records.append(self._recorded(row, item))
                 continue
             position += 1
-            body, previous, record = seal(item, position, previous)
-            new_rows.append((position, item.event_id, body, previous))
-            records.append(record)
+            sealed = seal(item, position, previous)
+            previous = sealed.chain_hash
+            new_rows.append(sealed)
+            records.append(sealed.record)
         self._pending.extend(new_rows)
-        self._written.extend(row[1] for row in new_rows)
+        self._written.extend(sealed.record.event_id for sealed in new_rows)
         self._head = (position, previous)
         return records
+
+    def _recorded(self, row: Row, item: Prepared) -> RecordedEvent:
+        """The recorded event a retry refers to; a different event under its id is a
+        conflict."""
+        owner = self._owner
+        stored = stored_row(row, lambda p: owner._oversize_leaf(self._conn, p))
+        record = read_row(stored, owner.log_format)
+        if isinstance(record.payload, Unreadable) or not same_event(record, item.event):
+            raise EventIdConflictError(
+                f"event_id {stored.event_id!r} is already used by a different event at "
+                f"position {stored.position}"
+            )
+        return record
 
     def commit(self) -> None:
         """Send pending rows and COMMIT in one round trip."""
@@ -771,15 +849,21 @@ class _Transaction:
             self._owner._discard()
 
 
-def _recorded(row: Row, item: Prepared) -> RecordedEvent:
-    """The recorded event a retry refers to; a different event under its id is a conflict."""
-    position, event_id, body, chain_value = row
-    record = decode_record(bytes(body), position=position, chain_hash=bytes(chain_value).hex())
-    if not same_event(record, item.event):
-        raise EventIdConflictError(
-            f"event_id {event_id!r} is already used by a different event at position {position}"
-        )
-    return record
+def _insert(conn: Connection, statements: _Statements, rows: Sequence[Sealed]) -> None:
+    """Insert sealed events and the texts beside them, each table in one statement."""
+    conn.execute(
+        statements.insert,
+        [
+            [s.record.position for s in rows],
+            [s.record.event_id for s in rows],
+            [s.body for s in rows],
+            [s.chain_hash for s in rows],
+        ],
+    )
+    conn.execute(
+        statements.insert_content,
+        [[s.record.position for s in rows], [s.text for s in rows], [s.salt for s in rows]],
+    )
 
 
 def _count(row: Row | None) -> int:
@@ -814,7 +898,7 @@ def init_schema(
             schema.serialize_administration(conn)
             schema.create_group_roles(conn, names)
             log_id = str(uuid.uuid4())
-            genesis = chain.genesis(log_id)
+            genesis = CURRENT.chain.genesis(log_id)
             created = schema.create(conn, name, log_id, genesis)
             if first_events is not None:
                 if not created:
@@ -839,11 +923,11 @@ def _append_first(conn: Connection, name: str, genesis: bytes, events: Sequence[
     check_distinct_ids(prepared)
     rows, previous = [], genesis
     for position, item in enumerate(prepared, start=1):
-        body, previous, _ = seal(item, position, previous)
-        rows.append((position, item.event_id, body, previous))
+        sealed = seal(item, position, previous)
+        previous = sealed.chain_hash
+        rows.append(sealed)
     if rows:
-        columns = [list(column) for column in zip(*rows, strict=True)]
-        conn.execute(_Statements.for_schema(name).insert, columns)
+        _insert(conn, _Statements.for_schema(name), rows)
 
 
 def add_agent(

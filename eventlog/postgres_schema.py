@@ -1,17 +1,19 @@
 """The PostgreSQL log's schema, roles and agent bindings: the SQL that makes the database itself
 refuse what the log forbids.
 
-Four tables in one schema (`factledger` unless the session sets `factledger.schema`):
+Five tables in one schema (`factledger` unless the session sets `factledger.schema`):
 
 - `events`  the log: position, event id (unique, generated or not), stored bytes, chain value.
+- `content` beside the log (format v2): each event's text and the salt keying its content
+            hash, written in the append's transaction, for a position `events` holds.
 - `head`    one row: the last position and its chain value. Writers lock it (`FOR UPDATE`)
             to append, so positions are given, and commit, one writer at a time.
 - `meta`    the log id and format.
 - `agents`  login roles bound to one adapter each.
 
-Triggers refuse UPDATE, DELETE and TRUNCATE on `events`, `meta` and `agents`, and DELETE and
-TRUNCATE on `head`. After each INSERT into `events`, one statement trigger refuses rows whose
-positions do not follow the head and moves the head; `head` accepts an UPDATE only to the
+Triggers refuse UPDATE, DELETE and TRUNCATE on `events`, `content`, `meta` and `agents`, and
+DELETE and TRUNCATE on `head`. After each INSERT into `events`, one statement trigger refuses
+rows whose positions do not follow the head and moves the head; `head` accepts an UPDATE only to the
 log's last row. A bound role (an agent login) is refused an event that names another adapter
 (or none), an operator action (a kind outside `eventlog.events.AGENT_KINDS`, or one holding an
 operator-only field: an import), whatever its signature, and any event while the log holds no
@@ -32,10 +34,12 @@ from psycopg import sql
 from eventlog.checks import check_actor
 from eventlog.errors import InvalidInputError, InvalidTypeError, StorageError
 from eventlog.events import AGENT_KINDS, OPERATOR_FIELDS, OPERATOR_KINDS, OperatorAdded, kind_of
+from eventlog.formats import marker
 
 DEFAULT_SCHEMA = "factledger"
 DEFAULT_ROLE_PREFIX = "factledger"
-LOG_FORMAT = "factledger-postgres-log/1"
+FORMAT_PREFIX = "factledger-postgres-log"
+"""The log's `format` in `meta` is this, `/` and the format's number."""
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -49,6 +53,11 @@ _TABLES = (
         event_id text NOT NULL UNIQUE,
         body bytea NOT NULL,
         chain_hash bytea NOT NULL
+    )""",
+    """CREATE TABLE {schema}.content (
+        position bigint PRIMARY KEY REFERENCES {schema}.events (position),
+        text bytea NOT NULL,
+        salt bytea NOT NULL
     )""",
     """CREATE TABLE {schema}.head (
         only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
@@ -168,6 +177,8 @@ $$"""
 _TRIGGERS = (
     """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.events
     FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
+    """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.content
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
     """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.meta
     FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
     """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.agents
@@ -201,6 +212,7 @@ _SQL_OWNERSHIP = (
     "ALTER SCHEMA {schema} OWNER TO {owner}",
     "ALTER TABLE {schema}.meta OWNER TO {owner}",
     "ALTER TABLE {schema}.events OWNER TO {owner}",
+    "ALTER TABLE {schema}.content OWNER TO {owner}",
     "ALTER TABLE {schema}.head OWNER TO {owner}",
     "ALTER TABLE {schema}.agents OWNER TO {owner}",
     *(f"ALTER FUNCTION {{schema}}.{function} OWNER TO {{owner}}" for function in _FUNCTIONS),
@@ -213,6 +225,7 @@ _SQL_PRIVILEGES = (
     "GRANT USAGE ON SCHEMA {schema} TO {writer}, {reader}",
     "GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {writer}, {reader}",
     "GRANT INSERT ON {schema}.events TO {writer}",
+    "GRANT INSERT ON {schema}.content TO {writer}",
     "GRANT UPDATE (position, chain_hash) ON {schema}.head TO {writer}",
     *(f"GRANT EXECUTE ON FUNCTION {{schema}}.{name} TO {{writer}}" for name in _KIND_RULES),
 )
@@ -384,7 +397,7 @@ def create(conn: psycopg.Connection[Any], schema: str, log_id: str, genesis: byt
     for statement in (_OPERATOR_INDEX, *_TRIGGERS):
         conn.execute(render(statement, schema))
     conn.execute(render(_SQL_META_INSERT, schema), ("log_id", log_id))
-    conn.execute(render(_SQL_META_INSERT, schema), ("format", LOG_FORMAT))
+    conn.execute(render(_SQL_META_INSERT, schema), ("format", marker(FORMAT_PREFIX)))
     conn.execute(render(_SQL_HEAD_INSERT, schema), (genesis,))
     return True
 

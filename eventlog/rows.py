@@ -1,9 +1,9 @@
 """Reading stored rows, backend-neutral: the one meaning of a read's window, keyset chunks,
 and each row as bytes or as an event.
 
-A backend supplies `fetch(after, last, count)`, returning at most `count` rows
-(position, event_id, body, chain_hash) with after < position <= last, in position order;
-these helpers page through it.
+A backend supplies `fetch(after, last, count)`, returning at most `count` stored rows with
+after < position <= last, in position order (`stored_row` makes each from what its query
+returns); these helpers page through it.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from typing import NamedTuple
 
 from eventlog.backend import Row, StoredRow
 from eventlog.checks import MAX_POSITION, check_position
-from eventlog.codec import decode_record
+from eventlog.codec import read_row
 from eventlog.errors import EventNotFoundError, InvalidTypeError
 from eventlog.events import RecordedEvent
+from eventlog.formats import LogFormat
 
-Fetch = Callable[[int, int, int], list[Row]]
+Fetch = Callable[[int, int, int], list[StoredRow]]
 
 READ_CHUNK = 1024
 """Rows fetched per round trip: memory stays constant however long the read."""
@@ -41,7 +42,7 @@ def window(after: object, until: object, limit: object) -> Window:
     )
 
 
-def _chunks(fetch: Fetch, after: int, last: int, limit: int | None) -> Iterator[list[Row]]:
+def _chunks(fetch: Fetch, after: int, last: int, limit: int | None) -> Iterator[list[StoredRow]]:
     """Raw rows after `after` up to `last`, at most `limit`, a chunk at a time, by keyset on
     position."""
     left = MAX_POSITION if limit is None else limit
@@ -59,20 +60,22 @@ def stored_rows(
 ) -> Iterator[StoredRow]:
     """Stored rows after `after` up to `last`, at most `limit`."""
     for rows in _chunks(fetch, after, last, limit):
-        for position, event_id, body, chain_value in rows:
-            yield StoredRow(position, event_id, stored_bytes(body), stored_bytes(chain_value))
+        yield from rows
 
 
 def decoded_events(
-    fetch: Fetch, after: int, last: int, limit: int | None = None
+    fetch: Fetch, log_format: LogFormat, after: int, last: int, limit: int | None = None
 ) -> Iterator[RecordedEvent]:
-    """Events after `after` up to `last`, at most `limit`, decoded straight from the rows."""
+    """Events after `after` up to `last`, at most `limit`, read from the rows
+    (`eventlog.codec.read_row`: a row this version cannot decode is `Unreadable`)."""
     for rows in _chunks(fetch, after, last, limit):
         for row in rows:
-            yield _decoded(row)
+            yield read_row(row, log_format)
 
 
-def lookup_event(fetch: Fetch, position: object, last: int = MAX_POSITION) -> RecordedEvent:
+def lookup_event(
+    fetch: Fetch, log_format: LogFormat, position: object, last: int = MAX_POSITION
+) -> RecordedEvent:
     """The event at `position`, in one lookup; `EventNotFoundError` when none is stored there
     or it lies past `last` (the head a read is held to)."""
     if isinstance(position, bool) or not isinstance(position, int):
@@ -80,14 +83,24 @@ def lookup_event(fetch: Fetch, position: object, last: int = MAX_POSITION) -> Re
     if 1 <= position <= last:
         rows = fetch(position - 1, position, 1)
         if rows:
-            return _decoded(rows[0])
+            return read_row(rows[0], log_format)
     raise EventNotFoundError(position)
 
 
-def _decoded(row: Row) -> RecordedEvent:
-    position, _, body, chain_value = row
-    return decode_record(
-        stored_bytes(body), position=position, chain_hash=stored_bytes(chain_value).hex()
+def stored_row(row: Row, oversize_leaf: Callable[[int], bytes]) -> StoredRow:
+    """A stored row from a backend's query: (position, event id, body or None when it is
+    over the read limit, chain value, text or None, salt or None when no content row is
+    stored). An oversize body's leaf hash comes from `oversize_leaf(position)`, which
+    streams it."""
+    position, event_id, body, chain_value, text, salt = row
+    return StoredRow(
+        position,
+        stored_bytes(event_id).decode("utf-8", "replace"),
+        b"" if body is None else stored_bytes(body),
+        stored_bytes(chain_value),
+        None if text is None else stored_bytes(text),
+        None if salt is None else stored_bytes(salt),
+        oversize_leaf(position) if body is None else None,
     )
 
 

@@ -1,14 +1,18 @@
 """What an operator signs, and how a signature is checked (Ed25519, RFC 8032, via pyca
 cryptography). README, "Operators and signing", is the specification:
 
-    statement = UTF-8("factledger operator action v1\\n")
+    statement = UTF-8("factledger operator action v2\\n")
                 || canonical JSON of {"log_id", "event_id", "producer_task_id", "run_id",
-                                      "source_adapter", "payload"}
+                                      "source_adapter", "content_hash", "payload"}
     key hash  = SHA-256(UTF-8(key name) || 0x0A || 0x01 || 32-byte public key)[:4]
 
-The payload is encoded as the log stores it, without its `authorization`; the canonical JSON
-is the log's own (msgspec: members in declaration order, no whitespace, UTF-8). The key hash
-is C2SP signed-note's, and its 8 hex digits are the key's id.
+The payload is encoded as a format v2 body holds it: without its `authorization`, its text
+field empty. The text is bound through the salted `content_hash` instead, so removing the text
+and its salt later leaves every signature valid. A format v1 event (whose `content_hash` is
+unkeyed) was signed under `factledger operator action v1\\n`, the statement without
+`content_hash`, its payload with the text. The canonical JSON is the log's own (msgspec:
+members in declaration order, no whitespace, UTF-8). The key hash is C2SP signed-note's, and
+its 8 hex digits are the key's id.
 """
 
 from __future__ import annotations
@@ -21,10 +25,13 @@ import msgspec
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from eventlog.events import Authorization, EventPayload, LegacyClaims
+from eventlog.events import Authorization, LegacyClaims, Payload, RecordedPayload
+from eventlog.formats import KEYED_PREFIX
 
-STATEMENT_PREFIX = b"factledger operator action v1\n"
+STATEMENT_PREFIX = b"factledger operator action v2\n"
 """Domain separation: no checkpoint note or other signed text starts with this line."""
+V1_STATEMENT_PREFIX = b"factledger operator action v1\n"
+"""What a format v1 event's signature covers first (read, never written)."""
 ED25519 = 0x01
 """C2SP signed-note's signature type for Ed25519."""
 PUBLIC_KEY_SIZE = 32
@@ -33,28 +40,38 @@ SIGNATURE_SIZE = 64
 _ENCODER = msgspec.json.Encoder(order="deterministic")
 
 
+class _V1Statement(msgspec.Struct, frozen=True, kw_only=True):
+    log_id: str
+    event_id: str
+    producer_task_id: str
+    run_id: str | None
+    source_adapter: str | None
+    payload: RecordedPayload
+
+
 class _Statement(msgspec.Struct, frozen=True, kw_only=True):
     log_id: str
     event_id: str
     producer_task_id: str
     run_id: str | None
     source_adapter: str | None
-    payload: EventPayload
+    content_hash: str
+    payload: RecordedPayload
 
 
-def authorization_of(payload: EventPayload) -> Authorization | None:
+def authorization_of(payload: Payload) -> Authorization | None:
     """The signature an operator action carries, if any."""
     found = getattr(payload, "authorization", None)
     return found if isinstance(found, Authorization) else None
 
 
-def claims_of(payload: EventPayload) -> LegacyClaims | None:
+def claims_of(payload: Payload) -> LegacyClaims | None:
     """The legacy row's claims an import carries; None for any other event."""
     found = getattr(payload, "claims", None)
     return found if isinstance(found, LegacyClaims) else None
 
 
-def is_unsigned_import(payload: EventPayload) -> bool:
+def is_unsigned_import(payload: Payload) -> bool:
     """Whether `payload` is an import (it holds claims) that carries no operator signature:
     in no log do its claims count for anything."""
     return claims_of(payload) is not None and authorization_of(payload) is None
@@ -67,22 +84,36 @@ def action_statement(
     producer_task_id: str,
     run_id: str | None,
     source_adapter: str | None,
-    payload: EventPayload,
+    content_hash: str,
+    payload: RecordedPayload,
 ) -> bytes:
     """The bytes an operator signs for an action: binds the log, the event id (which the log
-    stores once), the acting producer, run and adapter, and the payload."""
+    stores once), the acting producer, run and adapter, the salted content hash and the
+    payload without its text. For a v1 event (`content_hash` unkeyed): the payload with its
+    text, as format v1 signed it."""
+    if not content_hash.startswith(KEYED_PREFIX):
+        legacy = _V1Statement(
+            log_id=log_id,
+            event_id=event_id,
+            producer_task_id=producer_task_id,
+            run_id=run_id,
+            source_adapter=source_adapter,
+            payload=_unsigned(payload),
+        )
+        return V1_STATEMENT_PREFIX + _ENCODER.encode(legacy)
     statement = _Statement(
         log_id=log_id,
         event_id=event_id,
         producer_task_id=producer_task_id,
         run_id=run_id,
         source_adapter=source_adapter,
-        payload=_unsigned(payload),
+        content_hash=content_hash,
+        payload=_unsigned(payload).without_text(),
     )
     return STATEMENT_PREFIX + _ENCODER.encode(statement)
 
 
-def _unsigned(payload: EventPayload) -> EventPayload:
+def _unsigned(payload: RecordedPayload) -> RecordedPayload:
     if "authorization" not in payload.__struct_fields__:
         return payload
     return msgspec.structs.replace(payload, authorization=msgspec.UNSET)

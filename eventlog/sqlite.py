@@ -11,15 +11,14 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
-from eventlog import chain
-from eventlog.backend import Durability, Head, Row, StoredRow
+from eventlog.backend import Durability, Head, StoredRow
 from eventlog.checks import (
     MAX_CONTENT_BYTES,
     check_path,
 )
-from eventlog.codec import decode_record
+from eventlog.codec import read_row
 from eventlog.drafts import Prepared, check_distinct_ids, prepare, same_event, seal
 from eventlog.errors import (
     EventIdConflictError,
@@ -29,10 +28,12 @@ from eventlog.errors import (
     LogExistsError,
     LogMissingError,
     StorageError,
+    StrayContentError,
 )
-from eventlog.events import NewEvent, RecordedEvent
+from eventlog.events import NewEvent, RecordedEvent, Unreadable
+from eventlog.formats import CURRENT, MAX_TEXT_BYTES, LogFormat, format_named, marker
 from eventlog.logs import get_logger
-from eventlog.rows import decoded_events, lookup_event, stored_rows, window
+from eventlog.rows import decoded_events, lookup_event, stored_row, stored_rows, window
 
 log = get_logger("factledger.eventlog")
 T = TypeVar("T")
@@ -40,7 +41,10 @@ FirstEvents = Callable[[str], Sequence[NewEvent]]
 """Given a new log's id, the events it starts with."""
 
 MEMORY = ":memory:"
-LOG_FORMAT = "factledger-log/1"
+FORMAT_PREFIX = "factledger-log"
+"""The log's `format` in `fl_log_meta` is this, `/` and the format's number."""
+OVERSIZE_CHUNK = 1024 * 1024
+"""Bytes read at a time while hashing a body over the read limit."""
 WAL_AUTOCHECKPOINT_PAGES = 4000
 """Fold the WAL back into the database every ~16 MiB rather than SQLite's default ~4 MiB:
 an event touches several pages, and each checkpoint costs an extra fsync of the database."""
@@ -64,6 +68,15 @@ _SCHEMA = (
     BEGIN SELECT RAISE(ABORT, 'fl_events is append-only: UPDATE refused'); END""",
     """CREATE TRIGGER IF NOT EXISTS fl_events_no_delete BEFORE DELETE ON fl_events
     BEGIN SELECT RAISE(ABORT, 'fl_events is append-only: DELETE refused'); END""",
+    """CREATE TABLE IF NOT EXISTS fl_content (
+        position INTEGER PRIMARY KEY,
+        text BLOB NOT NULL,
+        salt BLOB NOT NULL
+    )""",
+    """CREATE TRIGGER IF NOT EXISTS fl_content_no_update BEFORE UPDATE ON fl_content
+    BEGIN SELECT RAISE(ABORT, 'fl_content is append-only: UPDATE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS fl_content_no_delete BEFORE DELETE ON fl_content
+    BEGIN SELECT RAISE(ABORT, 'fl_content is append-only: DELETE refused'); END""",
     """CREATE TRIGGER IF NOT EXISTS fl_log_meta_no_update BEFORE UPDATE ON fl_log_meta
     BEGIN SELECT RAISE(ABORT, 'fl_log_meta is append-only: UPDATE refused'); END""",
     """CREATE TRIGGER IF NOT EXISTS fl_log_meta_no_delete BEFORE DELETE ON fl_log_meta
@@ -78,14 +91,38 @@ _SQL_META_INSERT = "INSERT OR IGNORE INTO fl_log_meta (name, value) VALUES (?, ?
 _SQL_META_GET = "SELECT value FROM fl_log_meta WHERE name = ?"
 _SQL_HEAD = "SELECT position, chain_hash FROM fl_events ORDER BY position DESC LIMIT 1"
 _SQL_INSERT = "INSERT INTO fl_events (position, event_id, body, chain_hash) VALUES (?, ?, ?, ?)"
-_SQL_BY_EVENT_ID = (
-    "SELECT position, body, chain_hash FROM fl_events "
-    "WHERE event_id = ? AND substr(event_id, 1, 3) <> 'fl:'"
+_SQL_INSERT_CONTENT = "INSERT INTO fl_content (position, text, salt) VALUES (?, ?, ?)"
+_SQL_STRAY_CONTENT = "SELECT min(position) FROM fl_content WHERE position >= ?"
+_SQL_ROWS = (
+    "SELECT e.position, CAST(e.event_id AS BLOB), "
+    "CASE WHEN length(CAST(e.body AS BLOB)) <= {body_limit} THEN CAST(e.body AS BLOB) END, "
+    "CAST(e.chain_hash AS BLOB), {text}, {salt} FROM fl_events e {join}"
 )
-_SQL_SCAN = (
-    "SELECT position, event_id, body, chain_hash FROM fl_events "
-    "WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
-)
+_SQL_CONTENT = {
+    "text": "CASE WHEN length(CAST(c.text AS BLOB)) <= {text_limit} THEN CAST(c.text AS BLOB) END",
+    "salt": "CAST(c.salt AS BLOB)",
+    "join": "LEFT JOIN fl_content c ON c.position = e.position",
+}
+_SQL_NO_CONTENT = {"text": "NULL", "salt": "NULL", "join": ""}
+_WHERE_SCAN = " WHERE e.position > ? AND e.position <= ? ORDER BY e.position LIMIT ?"
+_WHERE_EVENT_ID = " WHERE e.event_id = ? AND substr(e.event_id, 1, 3) <> 'fl:'"
+
+
+class _Queries(NamedTuple):
+    """The row-reading statements of a log in one format (v2 joins the content table)."""
+
+    scan: str
+    by_event_id: str
+
+    @classmethod
+    def of(cls, log_format: LogFormat) -> _Queries:
+        parts = _SQL_CONTENT if log_format.text_beside else _SQL_NO_CONTENT
+        select = _SQL_ROWS.format(
+            body_limit=log_format.max_body_bytes,
+            **{name: part.format(text_limit=MAX_TEXT_BYTES) for name, part in parts.items()},
+        )
+        return cls(select + _WHERE_SCAN, select + _WHERE_EVENT_ID)
+
 
 _REMNANTS = (
     "{where} holds factledger tables ({tables}) but no log events table: the log was removed "
@@ -170,12 +207,24 @@ class SQLiteEventLog:
         self._lock = threading.RLock()
         self._in_transaction = False
         self._conn = self._connect()
+        self._set_format(CURRENT)
         try:
             self._log_id = self._ensure_schema(first_events)
+            self._set_format(self._stored_format())
         except BaseException:
             self._conn.close()
             raise
-        self._genesis = chain.genesis(self._log_id)
+        self._genesis = self._format.chain.genesis(self._log_id)
+
+    def _set_format(self, log_format: LogFormat) -> None:
+        self._format = log_format
+        self._queries = _Queries.of(log_format)
+
+    def _stored_format(self) -> LogFormat:
+        row = self._with_retry(
+            lambda: self._conn.execute(_SQL_META_GET, ("format",)).fetchone(), "read the format of"
+        )
+        return format_named(FORMAT_PREFIX, None if row is None else str(row[0]), self._where)
 
     # -- opening -------------------------------------------------------------------------
 
@@ -273,7 +322,7 @@ class SQLiteEventLog:
         log_id = str(uuid.uuid4())
         tx._create_schema(log_id)
         if first_events is not None:
-            self._genesis = chain.genesis(log_id)
+            self._genesis = CURRENT.chain.genesis(log_id)
             tx.append_many(first_events(log_id))
 
     def _remnants(self) -> tuple[str, ...]:
@@ -289,6 +338,11 @@ class SQLiteEventLog:
     def log_id(self) -> str:
         """The id this log was created with; the chain's genesis is derived from it."""
         return self._log_id
+
+    @property
+    def log_format(self) -> LogFormat:
+        """The format the log is stored in (`eventlog.formats`)."""
+        return self._format
 
     @property
     def durability(self) -> Durability:
@@ -394,11 +448,11 @@ class SQLiteEventLog:
         """
         span = window(after, until, limit)
         last = span.until if span.until is not None else self.head().position
-        return decoded_events(self._fetch, span.after, last, span.limit)
+        return decoded_events(self._fetch, self._format, span.after, last, span.limit)
 
     def event_at(self, position: int) -> RecordedEvent:
         """The event at `position`, in one lookup (`LogSnapshot.event_at`)."""
-        return lookup_event(self._fetch, position)
+        return lookup_event(self._fetch, self._format, position)
 
     def scan(
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
@@ -408,12 +462,23 @@ class SQLiteEventLog:
         last = span.until if span.until is not None else self.head().position
         return stored_rows(self._fetch, span.after, last, span.limit)
 
-    def _fetch(self, after: int, last: int, count: int) -> list[Row]:
+    def _fetch(self, after: int, last: int, count: int) -> list[StoredRow]:
         """One chunk of rows (`eventlog.rows.Fetch`), holding the handle only while it runs."""
         with self._lock:
-            return self._with_retry(
-                lambda: self._conn.execute(_SQL_SCAN, (after, last, count)).fetchall(), "read"
-            )
+            return self._with_retry(lambda: self._rows(self._conn, after, last, count), "read")
+
+    def _rows(self, conn: sqlite3.Connection, after: int, last: int, count: int) -> list[StoredRow]:
+        rows = conn.execute(self._queries.scan, (after, last, count)).fetchall()
+        return [stored_row(row, lambda p: self._oversize_leaf(conn, p)) for row in rows]
+
+    def _oversize_leaf(self, conn: sqlite3.Connection, position: int) -> bytes:
+        """The leaf hash of a body over the read limit, streamed a chunk at a time."""
+        hasher = self._format.chain.new()
+        hasher.update(b"\x00")
+        with conn.blobopen("fl_events", "body", position, readonly=True) as blob:
+            while chunk := blob.read(OVERSIZE_CHUNK):
+                hasher.update(chunk)
+        return hasher.digest()
 
     def close(self) -> None:
         """Close the connection. The handle must not be used afterwards."""
@@ -515,15 +580,13 @@ class _Snapshot:
     ) -> Iterator[RecordedEvent]:
         span = window(after, until, limit)
         last = span.until if span.until is not None else self._head_raw()[0]
-        return decoded_events(self._fetch, span.after, last, span.limit)
+        return decoded_events(self._fetch, self._owner.log_format, span.after, last, span.limit)
 
     def event_at(self, position: int) -> RecordedEvent:
-        return lookup_event(self._fetch, position)
+        return lookup_event(self._fetch, self._owner.log_format, position)
 
-    def _fetch(self, after: int, last: int, count: int) -> list[Row]:
-        return self._run(
-            lambda: self._conn.execute(_SQL_SCAN, (after, last, count)).fetchall(), "read"
-        )
+    def _fetch(self, after: int, last: int, count: int) -> list[StoredRow]:
+        return self._run(lambda: self._owner._rows(self._conn, after, last, count), "read")
 
     def _run(self, work: Callable[[], T], action: str) -> T:
         try:
@@ -549,7 +612,7 @@ class _Transaction(_Snapshot):
             for statement in _SCHEMA:
                 self._conn.execute(statement)
             self._conn.execute(_SQL_META_INSERT, ("log_id", log_id))
-            self._conn.execute(_SQL_META_INSERT, ("format", LOG_FORMAT))
+            self._conn.execute(_SQL_META_INSERT, ("format", marker(FORMAT_PREFIX)))
 
         self._run(create, "create the log in")
 
@@ -558,6 +621,7 @@ class _Transaction(_Snapshot):
 
     def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
         owner = self._owner
+        owner.log_format.check_writable(owner._where)
         prepared = [
             prepare(event, clock_ns=owner._clock_ns, max_content_bytes=owner._max_content_bytes)
             for event in events
@@ -565,6 +629,7 @@ class _Transaction(_Snapshot):
         check_distinct_ids(prepared)
         position, previous = self._head_raw()
         rows: list[tuple[int, str, bytes, bytes]] = []
+        contents: list[tuple[int, bytes, bytes]] = []
         records: list[RecordedEvent] = []
         for item in prepared:
             existing = self._existing(item) if item.caller_event_id else None
@@ -572,23 +637,46 @@ class _Transaction(_Snapshot):
                 records.append(existing)
                 continue
             position += 1
-            body, previous, record = seal(item, position, previous)
-            rows.append((position, item.event_id, body, previous))
-            records.append(record)
+            sealed = seal(item, position, previous)
+            previous = sealed.chain_hash
+            rows.append((position, item.event_id, sealed.body, previous))
+            contents.append((position, sealed.text, sealed.salt))
+            records.append(sealed.record)
         if rows:
-            self._run(lambda: self._conn.executemany(_SQL_INSERT, rows), "append to")
+
+            def insert() -> None:
+                self._refuse_stray_content(rows[0][0])
+                self._conn.executemany(_SQL_INSERT, rows)
+                self._conn.executemany(_SQL_INSERT_CONTENT, contents)
+
+            self._run(insert, "append to")
         self._head = (position, previous)
         return records
 
+    def _refuse_stray_content(self, first: int) -> None:
+        """Refuse to write at `first` when a text is already stored there or later."""
+        (stray,) = self._conn.execute(_SQL_STRAY_CONTENT, (first,)).fetchone()
+        if stray is not None:
+            raise StrayContentError(
+                f"cannot append to {self._owner._where}: the file holds a text for position "
+                f"{stray}, past the log's head {first - 1} (a copied, rewound or edited file); "
+                "nothing was written",
+                position=stray,
+            )
+
     def _existing(self, item: Prepared) -> RecordedEvent | None:
         """The recorded event a retry refers to, or None; a different event is a conflict."""
+        owner = self._owner
         row = self._run(
-            lambda: self._conn.execute(_SQL_BY_EVENT_ID, (item.event_id,)).fetchone(), "read"
+            lambda: self._conn.execute(owner._queries.by_event_id, (item.event_id,)).fetchone(),
+            "read",
         )
         if row is None:
             return None
-        record = decode_record(bytes(row[1]), position=row[0], chain_hash=bytes(row[2]).hex())
-        if not same_event(record, item.event):
+        record = read_row(
+            stored_row(row, lambda p: owner._oversize_leaf(self._conn, p)), owner.log_format
+        )
+        if isinstance(record.payload, Unreadable) or not same_event(record, item.event):
             raise EventIdConflictError(
                 f"event_id {item.event_id!r} is already used by a different event "
                 f"at position {record.position}"

@@ -12,10 +12,15 @@ from eventlog.events import RecordedEvent
 from eventlog.rows import window
 
 
+def genesis_of(event_log: EventLog) -> bytes:
+    """The chain value before the first event of `event_log`, in its format's scheme."""
+    return event_log.log_format.chain.genesis(event_log.log_id)
+
+
 def chain_at(source: EventLog | LogSnapshot, position: int) -> str | None:
     """The hex chain hash stored with the event at `position` (1 or more), or None if no
     event is stored there. Before the first event the chain value is the genesis
-    (`eventlog.chain.genesis`)."""
+    (`genesis_of`)."""
     check_position("position", position, minimum=1)
     try:
         return source.event_at(position).chain_hash

@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any, ClassVar, get_args
 
-import blake3
 import msgspec
 
-from eventlog import chain
 from eventlog.backend import EventLog, StoredRow
-from eventlog.codec import CONTENT_HASH_PREFIX, content_hash, decode_record
-from eventlog.errors import ChainBreak, CorruptLogError
-from eventlog.events import EventPayload, Payload
+from eventlog.chain import LEAF_PREFIX, LINK_PREFIX
+from eventlog.codec import read_row
+from eventlog.errors import ChainBreak
+from eventlog.events import EventPayload, Payload, RecordedEvent, Unreadable
+from eventlog.formats import LogFormat
 
 
 class Problem(StrEnum):
@@ -42,6 +42,25 @@ class Problem(StrEnum):
     READ_MODEL_DRIFT = "read_model_drift"
 
 
+UNREADABLE = "unreadable"
+"""A `Finding`'s problem for a row this version cannot decode (the others: `mismatch`,
+`absent`, a text's state)."""
+MAX_LISTED = 100
+"""Rows of each kind (unreadable, text problems) a walk names; it counts every one."""
+
+
+class Finding(msgspec.Struct, frozen=True, kw_only=True):
+    """A row that did not stop the walk but is reported: one this version cannot decode
+    (`unreadable`, with the writer its body names), or, in format v2, a text that does not
+    match its `content_hash` (`mismatch`) or is not stored (`absent`)."""
+
+    position: int
+    problem: str
+    reason: str
+    source_adapter: str | None = None
+    producer_task_id: str = ""
+
+
 class ChainReport(msgspec.Struct, frozen=True, kw_only=True):
     """The verdict of a walk over the whole log."""
 
@@ -55,6 +74,9 @@ class ChainReport(msgspec.Struct, frozen=True, kw_only=True):
     """The last position that verified (0 when none did)."""
     head_chain_hash: str = ""
     """The chain value after `head_position`."""
+    findings: tuple[Finding, ...] = ()
+    """Rows that link but could not be decoded, or whose text does not match (the first
+    `MAX_LISTED` of each)."""
 
 
 class _Payload(msgspec.Struct, frozen=True, gc=False, tag_field="kind"):
@@ -103,12 +125,18 @@ class ChainWalker:
     """Checks stored rows in position order, from the genesis or from a verified position.
 
     `feed` checks one row and decodes it fully; `walk` is its fast path for many rows, and
-    hands any row that does not pass to `feed`, so both report alike.
+    hands any row that does not pass to `feed`, so both report alike. A row that breaks the
+    chain raises `ChainBreak`; a row that links but cannot be decoded, or whose text (kept
+    beside the chain in v2) does not match, is counted and named in `findings`.
     """
 
-    def __init__(self, genesis: bytes, *, position: int = 0) -> None:
+    def __init__(self, log_format: LogFormat, genesis: bytes, *, position: int = 0) -> None:
+        self.log_format = log_format
         self.position = position
         self.chain_value = genesis
+        self.findings: list[Finding] = []
+        self.unreadable = 0
+        self.text_problems = 0
 
     def feed(self, row: StoredRow) -> bytes:
         """Verify the next row and return its leaf hash; raise `ChainBreak` if it fails."""
@@ -119,17 +147,30 @@ class ChainWalker:
                 Problem.ROW_MISSING,
                 f"row missing: expected position {expected}, the next stored row is {row.position}",
             )
-        try:
-            record = decode_record(row.body, position=row.position, chain_hash="")
-            text = record.payload.written_text().encode("utf-8")
-        except CorruptLogError as exc:
-            raise ChainBreak(row.position, Problem.UNDECODABLE, str(exc)) from None
-        except UnicodeEncodeError:
+        scheme = self.log_format.chain
+        leaf = row.leaf if row.leaf is not None else scheme.leaf_hash(row.body)
+        linked = scheme.link(self.chain_value, leaf)
+        record = read_row(row, self.log_format)
+        if not isinstance(record.payload, Unreadable):
+            self._check_record(row, record)
+        if not hmac.compare_digest(linked, bytes(row.chain_hash)):
             raise ChainBreak(
                 row.position,
-                Problem.UNDECODABLE,
-                f"row at position {row.position} holds text that is not valid Unicode",
-            ) from None
+                Problem.CHAIN_BROKEN,
+                f"chain link broken at position {row.position}: the stored bytes or the "
+                "chain value were changed",
+            )
+        if isinstance(record.payload, Unreadable):
+            self.unreadable += 1
+            self._note(record, UNREADABLE, record.payload.reason)
+        elif record.text_state != "intact":
+            self.text_problems += 1
+            self._note(record, record.text_state, _TEXT_PROBLEMS[record.text_state])
+        self.position = row.position
+        self.chain_value = linked
+        return leaf
+
+    def _check_record(self, row: StoredRow, record: RecordedEvent) -> None:
         if record.position != row.position:
             raise ChainBreak(
                 row.position,
@@ -143,25 +184,35 @@ class ChainWalker:
                 Problem.CONTENT_MISMATCH,
                 f"event id column at position {row.position} differs from the stored event",
             )
-        if not _same_text_hash(content_hash(text), record.content_hash):
+        if self.log_format.text_beside:
+            return
+        try:
+            text = record.payload.written_text().encode("utf-8")
+        except UnicodeEncodeError:
+            raise ChainBreak(
+                row.position,
+                Problem.UNDECODABLE,
+                f"row at position {row.position} holds text that is not valid Unicode",
+            ) from None
+        if not self.log_format.text_matches(text, None, record.content_hash):
             raise ChainBreak(
                 row.position,
                 Problem.CONTENT_MISMATCH,
                 f"content changed: the content at position {row.position} does not match "
                 "its content_hash",
             )
-        leaf = chain.leaf_hash(row.body)
-        linked = chain.link(self.chain_value, leaf)
-        if not hmac.compare_digest(linked, bytes(row.chain_hash)):
-            raise ChainBreak(
-                row.position,
-                Problem.CHAIN_BROKEN,
-                f"chain link broken at position {row.position}: the stored bytes or the "
-                "chain value were changed",
+
+    def _note(self, record: RecordedEvent, problem: str, reason: str) -> None:
+        if len(self.findings) < 2 * MAX_LISTED:
+            self.findings.append(
+                Finding(
+                    position=record.position,
+                    problem=problem,
+                    reason=reason,
+                    source_adapter=record.source_adapter,
+                    producer_task_id=record.producer_task_id,
+                )
             )
-        self.position = row.position
-        self.chain_value = linked
-        return leaf
 
     def walk(
         self, rows: Iterable[StoredRow], on_leaf: Callable[[bytes], object] | None = None
@@ -172,33 +223,40 @@ class ChainWalker:
         describe the last row that verified.
         """
         decode = _FIELDS.decode
-        hasher = blake3.blake3()  # one hasher, reset per hash: cheaper than a new one each
-        reset, update, digest = hasher.reset, hasher.update, hasher.digest
-        hexdigest = hasher.hexdigest
+        scheme, log_format = self.log_format.chain, self.log_format
+        new = scheme.new
+        beside = log_format.text_beside
+        text_matches = log_format.text_matches
+        leaf_prefix, link_prefix = LEAF_PREFIX, LINK_PREFIX
         same = hmac.compare_digest
-        leaf_prefix, link_prefix = chain.LEAF_PREFIX, chain.LINK_PREFIX
         position, chain_value = self.position, self.chain_value
         for row in rows:
-            row_position, event_id, body, stored = row
-            reset()
-            update(leaf_prefix + body)
-            leaf = digest()
-            reset()
-            update(link_prefix + chain_value + leaf)
-            linked = digest()
-            try:
-                fields = decode(body)
-                reset()
-                update(fields.payload.text.encode("utf-8"))
-                intact = (
-                    row_position == position + 1
-                    and fields.position == row_position
-                    and fields.event_id == event_id
-                    and same(CONTENT_HASH_PREFIX + hexdigest(), fields.content_hash)
-                    and same(linked, stored)
-                )
-            except (msgspec.DecodeError, UnicodeEncodeError, TypeError):
+            row_position, event_id, body, stored, text, salt, streamed = row
+            if streamed is not None:
                 intact = False
+            else:
+                hasher = new()
+                hasher.update(leaf_prefix + body)
+                leaf = hasher.digest()
+                hasher = new()
+                hasher.update(link_prefix + chain_value + leaf)
+                linked = hasher.digest()
+                try:
+                    fields = decode(body)
+                    if beside:
+                        matches = text is not None and text_matches(text, salt, fields.content_hash)
+                    else:
+                        written = fields.payload.text.encode("utf-8")
+                        matches = text_matches(written, None, fields.content_hash)
+                    intact = (
+                        matches
+                        and row_position == position + 1
+                        and fields.position == row_position
+                        and fields.event_id == event_id
+                        and same(linked, stored)
+                    )
+                except (msgspec.DecodeError, UnicodeEncodeError, TypeError):
+                    intact = False
             if not intact:
                 self.position, self.chain_value = position, chain_value
                 leaf = self.feed(row)
@@ -209,14 +267,16 @@ class ChainWalker:
         self.position, self.chain_value = position, chain_value
 
 
-def _same_text_hash(computed: str, stored: str) -> bool:
-    """Constant-time comparison of content hashes; a stored hash that is not ASCII differs."""
-    return stored.isascii() and hmac.compare_digest(computed, stored)
+_TEXT_PROBLEMS = {
+    "mismatch": "the text stored beside the event does not match its content_hash",
+    "absent": "no text is stored beside the event",
+}
 
 
-def verify_chain(log: EventLog, genesis: bytes) -> ChainReport:
-    """Walk every row of `log` from `genesis`, streaming, and report the first failure."""
-    walker = ChainWalker(genesis)
+def verify_chain(log: EventLog) -> ChainReport:
+    """Walk every row of `log` from its genesis, streaming, and report the first failure,
+    and the rows it could not decode or whose text does not match."""
+    walker = ChainWalker(log.log_format, log.log_format.chain.genesis(log.log_id))
     try:
         walker.walk(log.scan())
     except ChainBreak as brk:
@@ -228,10 +288,16 @@ def verify_chain(log: EventLog, genesis: bytes) -> ChainReport:
             reason=brk.reason,
             head_position=walker.position,
             head_chain_hash=walker.chain_value.hex(),
+            findings=tuple(walker.findings),
         )
+    text_problems = [f for f in walker.findings if f.problem != UNREADABLE]
     return ChainReport(
-        ok=True,
+        ok=walker.text_problems == 0,
         checked=walker.position,
+        first_bad_position=text_problems[0].position if text_problems else None,
+        problem=Problem.CONTENT_MISMATCH if text_problems else None,
+        reason=text_problems[0].reason if text_problems else None,
         head_position=walker.position,
         head_chain_hash=walker.chain_value.hex(),
+        findings=tuple(walker.findings),
     )

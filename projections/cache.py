@@ -41,12 +41,11 @@ from eventlog import (
     StorageError,
     StoredRow,
     chain_at,
-    decode_record,
+    read_row,
 )
-from eventlog.chain import genesis
 from eventlog.checks import check_path, is_dsn
 from eventlog.logs import get_logger
-from eventlog.stored import LogUpTo
+from eventlog.stored import LogUpTo, genesis_of
 from projections import sql
 from projections.database import CacheDatabase
 from projections.errors import CacheChoiceError, CacheRefusedError
@@ -125,7 +124,7 @@ class CacheProjection:
         self._log = event_log
         self._cache = cache
         self._projectors = tuple(projectors)
-        self._genesis = Head(position=0, chain_hash=genesis(event_log.log_id).hex())
+        self._genesis = Head(position=0, chain_hash=genesis_of(event_log).hex())
         self._known: Head | None = None
         """The log head this handle last saw the cache reach: reads skip the cache's write
         lock while the log's head is still this."""
@@ -470,9 +469,9 @@ def linked_events(
     the stored bytes only once those link to the chain from `after`'s chain value; a
     `ChainBreak` at the first that does not, or at `after` itself when the log holds another
     chain value there."""
-    start = after or Head(position=0, chain_hash=genesis(event_log.log_id).hex())
+    start = after or Head(position=0, chain_hash=genesis_of(event_log).hex())
     rows = event_log.scan(after=max(start.position - 1, 0), until=until)
-    chain_value = genesis(event_log.log_id)
+    chain_value = genesis_of(event_log)
     if start.position:
         first = next(rows, None)
         if first is not None and first.position == start.position:
@@ -484,11 +483,12 @@ def linked_events(
             f"the log does not hold the chain value {start.chain_hash} at position "
             f"{start.position}",
         )
-    walker = ChainWalker(chain_value, position=start.position)
+    log_format = event_log.log_format
+    walker = ChainWalker(log_format, chain_value, position=start.position)
     for chunk in _chunks(rows):
         walker.walk(chunk)
         for row in chunk:
-            yield decode_record(row.body, position=row.position, chain_hash=row.chain_hash.hex())
+            yield read_row(row, log_format)
 
 
 def _chunks(rows: Iterator[StoredRow]) -> Iterator[list[StoredRow]]:

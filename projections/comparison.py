@@ -29,8 +29,8 @@ from typing import Any
 
 import msgspec
 
-from eventlog import Head, LogSnapshot, RecordedEvent, SQLiteEventLog, chain_at
-from eventlog.chain import genesis
+from eventlog import EventLog, Head, LogSnapshot, RecordedEvent, SQLiteEventLog, chain_at
+from eventlog.stored import genesis_of
 from projections import sql
 from projections.database import ScratchDatabase, in_log_file
 from projections.drift import same_text
@@ -81,7 +81,7 @@ def checkpoint_drift(event_log: SQLiteEventLog) -> list[Drift]:
     """Projector checkpoints in the log's file that the log does not bear out: folded past
     its head, or at a chain value it does not hold. Cheap: one row per projector."""
     with event_log.snapshot() as snap:
-        return _checkpoint_drift(in_log_file(event_log), snap, event_log.log_id, deep=False)[0]
+        return _checkpoint_drift(in_log_file(event_log), snap, event_log, deep=False)[0]
 
 
 def table_digests(db: Queryable, tables: Iterable[str]) -> dict[str, str | None]:
@@ -123,7 +123,7 @@ def read_model_drift(
     refolding."""
     live = in_log_file(event_log)
     with event_log.snapshot() as snap:
-        drift, groups = _checkpoint_drift(live, snap, event_log.log_id, deep=True)
+        drift, groups = _checkpoint_drift(live, snap, event_log, deep=True)
         differences = len(drift)
         compared: list[str] = []
         for at, projectors in groups.items():
@@ -161,7 +161,7 @@ def _reported(
 
 
 def _checkpoint_drift(
-    live: Queryable, snap: LogSnapshot, log_id: str, *, deep: bool
+    live: Queryable, snap: LogSnapshot, event_log: EventLog, *, deep: bool
 ) -> tuple[list[Drift], dict[Head, list[Projector]]]:
     """Checkpoints the log does not bear out (and, when `deep`, projectors that cannot be
     compared), and the projectors that can be, grouped by the position their checkpoints
@@ -170,7 +170,7 @@ def _checkpoint_drift(
     groups: dict[Head, list[Projector]] = {}
     head = snap.head()
     folded = checkpoint_rows(live)
-    for projector in default_projectors(log_id):
+    for projector in default_projectors(event_log.log_id):
         where = f"name={projector.name!r}"
         if projector.name not in folded:
             kept = tables_kept(live, projector)
@@ -196,7 +196,7 @@ def _checkpoint_drift(
             )
             drift.append(Drift(table=CHECKPOINTS, row=where, reason=reason))
             continue
-        held = genesis(log_id).hex() if position == 0 else chain_at(snap, position)
+        held = genesis_of(event_log).hex() if position == 0 else chain_at(snap, position)
         chain_hash = checkpoint.chain_hash
         if held is None or not isinstance(chain_hash, str) or not same_text(chain_hash, held):
             reason = (

@@ -35,6 +35,7 @@ from eventlog import (
     QuarantineReleased,
     RecallRecorded,
     RecordedEvent,
+    Unreadable,
 )
 from eventlog.logs import get_logger
 from eventlog.signing import authorization_of, claims_of, is_unsigned_import
@@ -81,12 +82,17 @@ def entry_problems(entry: MemoryEntry, record: RecordedEvent | None) -> tuple[st
             | ConflictPolicySet()
             | FactApproved()
             | FactRejected()
+            | Unreadable()
         ):
             return ("event",)
         case _:
             assert_never(payload)
     wrong = []
-    if entry.content != text or not same_text(entry.content_hash, record.content_hash):
+    if (
+        record.text_state != "intact"
+        or entry.content != text
+        or not same_text(entry.content_hash, record.content_hash)
+    ):
         wrong.append("content")
     if entry.type != kind:
         wrong.append("type")

@@ -97,13 +97,15 @@ def unauthorized(db: Queryable, positions: Sequence[int] | None = None) -> list[
     return sorted(sql_knowledge.UNAUTHORIZED_AT.among(db, positions), key=_BY_POSITION)
 
 
-def imported_rows(db: Queryable, *, signed: bool) -> set[tuple[int, float, str]]:
+def imported_rows(db: Queryable, *, signed: bool) -> set[str]:
     """Legacy rows imported with effect (with `signed`, only those an operator's signature
-    made count): (legacy id, created_at, content hash)."""
-    return {
-        (row.legacy_id, row.created_at, row.content_hash)
-        for row in sql_knowledge.IMPORT_ALL.rows(db, (int(signed),))
-    }
+    made count), by the identity they claim (`projections.legacy.legacy_identity`)."""
+    return {row.identity for row in sql_knowledge.IMPORT_ALL.rows(db, (int(signed),))}
+
+
+def unreadable_rows(db: Queryable) -> list[sql_knowledge.UnreadableRow]:
+    """Rows folded as `unreadable`, by position, with the writer each names."""
+    return sql_knowledge.UNREADABLE_ALL.rows(db)
 
 
 def receipts_touching(db: Queryable, positions: Sequence[int]) -> list[ReceiptItem]:

@@ -39,6 +39,7 @@ from projections.legacy import (
     LegacyFile,
     holds_legacy_table,
     legacy_events,
+    legacy_identity,
 )
 from projections.projector import (
     LiveReadModel,
@@ -107,6 +108,7 @@ __all__ = [
     "holds_legacy_table",
     "inquiries",
     "legacy_events",
+    "legacy_identity",
     "lineage",
     "linked_events",
     "list_tags",

@@ -33,10 +33,12 @@ from eventlog import (
     QuarantineReleased,
     RecallRecorded,
     RecordedEvent,
+    Unreadable,
 )
 from eventlog.signing import claims_of
 from projections import conflicts, sql_knowledge
 from projections.conflicts import Publication
+from projections.legacy import legacy_identity
 from projections.operators import CLAIMS, UNSIGNED_IMPORT, Authority
 from projections.projector import TableWriter
 from projections.sql import Queryable
@@ -63,7 +65,7 @@ class KnowledgeProjector:
     Signatures cover the log's id, so the projector is made for one log."""
 
     name = "knowledge"
-    version = 6
+    version = 7
     tables = sql_knowledge.KNOWLEDGE_TABLES + sql_knowledge.CONFLICT_TABLES
 
     def __init__(self, log_id: str) -> None:
@@ -120,6 +122,17 @@ class KnowledgeProjector:
                             _publish(writer, [approved], admitted=True)
                 case RecallRecorded():
                     pass  # receipts are the receipt and lineage projectors' to fold
+                case Unreadable():  # changes nothing; named so that history can say so
+                    writer.execute(
+                        sql_knowledge.UNREADABLE_INSERT,
+                        (
+                            record.position,
+                            payload.claimed_kind,
+                            record.source_adapter,
+                            record.producer_task_id,
+                            payload.reason,
+                        ),
+                    )
                 case _:
                     assert_never(payload)
         if entries:
@@ -157,7 +170,7 @@ class KnowledgeProjector:
         signed = standing != UNSIGNED_IMPORT
         writer.execute(
             sql_knowledge.IMPORT_INSERT,
-            (claims.id, claims.created_at, record.content_hash, signed, record.position),
+            (legacy_identity(payload), signed, record.position),
         )
         shown = _CLAIMS.encode(claims).decode("utf-8")
         if standing == CLAIMS:

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from eventlog import InvalidTypeError, LegacyClaims, MemoryAdded, NewEvent, StorageError
 from eventlog.checks import (
     MAX_POSITION,
@@ -22,6 +24,7 @@ from eventlog.checks import (
     check_identifier,
     check_optional_actor,
 )
+from eventlog.signing import claims_of
 from projections import sql
 from projections.database import open_read_only
 from projections.errors import LegacyImportError
@@ -29,6 +32,26 @@ from projections.sql import Queryable
 from projections.validation import check_memory_type, check_tags
 
 REQUIRED = tuple(name for name in sql.Legacy.__struct_fields__ if name not in sql.LEGACY_OPTIONAL)
+
+
+def legacy_identity(payload: MemoryAdded) -> str:
+    """The identity a legacy row claims (its id, `created_at`, `task_id`, agent, model,
+    adapter and type), as canonical JSON: what an import is de-duplicated by. Never the
+    text: an unsalted hash of it would let anyone confirm a guessed secret."""
+    claims = claims_of(payload)
+    if claims is None:
+        raise ValueError("not an imported legacy row: it carries no claims")
+    return msgspec.json.encode(
+        [
+            claims.id,
+            claims.created_at,
+            claims.task_id,
+            claims.source_agent,
+            claims.source_model,
+            claims.source_adapter,
+            payload.type,
+        ]
+    ).decode("utf-8")
 
 
 def holds_legacy_table(db: Queryable) -> bool:

@@ -17,12 +17,12 @@ from __future__ import annotations
 from typing import Literal
 
 from eventlog import (
-    EventPayload,
     OperatorAdded,
     OperatorRemoved,
     RecordedEvent,
 )
 from eventlog.checks import check_actor
+from eventlog.events import RecordedPayload
 from eventlog.signing import (
     PUBLIC_KEY_SIZE,
     action_statement,
@@ -176,7 +176,7 @@ class Authority:
         )
 
 
-def statement_of(log_id: str, record: RecordedEvent, payload: EventPayload) -> bytes:
+def statement_of(log_id: str, record: RecordedEvent, payload: RecordedPayload) -> bytes:
     """The statement an operator signs for the event `record` would be with `payload`."""
     return action_statement(
         log_id=log_id,
@@ -184,6 +184,7 @@ def statement_of(log_id: str, record: RecordedEvent, payload: EventPayload) -> b
         producer_task_id=record.producer_task_id,
         run_id=record.run_id,
         source_adapter=record.source_adapter,
+        content_hash=record.content_hash,
         payload=payload,
     )
 

@@ -40,9 +40,9 @@ from eventlog import (
     StorageError,
     chain_at,
 )
-from eventlog.chain import genesis
 from eventlog.checks import check_finite, check_position
 from eventlog.logs import get_logger
+from eventlog.stored import genesis_of
 from projections import sql
 from projections.database import Database, in_log_file
 from projections.errors import SyncTimeoutError
@@ -393,7 +393,7 @@ class Projection:
             self._recreate(projector)
             self._db.execute(
                 sql.CHECKPOINT_PUT,
-                (projector.name, projector.version, 0, genesis(self._log.log_id).hex()),
+                (projector.name, projector.version, 0, genesis_of(self._log).hex()),
             )
 
     @staticmethod

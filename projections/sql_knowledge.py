@@ -22,6 +22,7 @@ KNOWLEDGE_TABLES = (
     "fl_operator",
     "fl_unauthorized",
     "fl_import",
+    "fl_unreadable",
 )
 KNOWLEDGE_DDL = (
     """CREATE TABLE fl_memory (
@@ -106,13 +107,21 @@ KNOWLEDGE_DDL = (
     # Legacy rows imported with effect, so importing them again writes nothing; `signed` when
     # an operator's signature made the claims count, so a signed import still writes the rows
     # only an unsigned one imported.
+    # `identity` is what the row claims to be (`projections.legacy.legacy_identity`), never
+    # a hash of its text.
+    # Rows this version could not decode: they change nothing, and history names them.
+    """CREATE TABLE fl_unreadable (
+        position INTEGER PRIMARY KEY,
+        claimed_kind TEXT,
+        source_adapter TEXT,
+        producer_task_id TEXT NOT NULL,
+        reason TEXT NOT NULL
+    )""",
     """CREATE TABLE fl_import (
-        legacy_id INTEGER NOT NULL,
-        created_at REAL NOT NULL,
-        content_hash TEXT NOT NULL,
+        identity TEXT NOT NULL,
         signed INTEGER NOT NULL,
         position INTEGER NOT NULL,
-        PRIMARY KEY (legacy_id, created_at, content_hash, signed)
+        PRIMARY KEY (identity, signed)
     ) WITHOUT ROWID""",
 )
 
@@ -288,6 +297,29 @@ UNAUTHORIZED_INSERT = (
 )
 
 
+UNREADABLE_INSERT = (
+    "INSERT INTO fl_unreadable (position, claimed_kind, source_adapter, producer_task_id, "
+    "reason) VALUES (?, ?, ?, ?, ?)"
+)
+
+
+class UnreadableRow(Columns, frozen=True):
+    """A row this version could not decode, and the writer its body names."""
+
+    position: int
+    claimed_kind: str | None
+    source_adapter: str | None
+    producer_task_id: str
+    reason: str
+
+
+UNREADABLE_ALL = Query(
+    "SELECT position, claimed_kind, source_adapter, producer_task_id, reason "
+    "FROM fl_unreadable ORDER BY position",
+    UnreadableRow,
+)
+
+
 class Unauthorized(Columns, frozen=True):
     """An operator action that took no effect: its kind, the key it named, and why."""
 
@@ -300,23 +332,17 @@ class Unauthorized(Columns, frozen=True):
 _UNAUTHORIZED = "SELECT position, kind, key_id, reason FROM fl_unauthorized"
 UNAUTHORIZED_ALL = Query(_UNAUTHORIZED + " ORDER BY position", Unauthorized)
 UNAUTHORIZED_AT = Query(_UNAUTHORIZED + " WHERE position IN ({marks})", Unauthorized)
-IMPORT_INSERT = (
-    "INSERT OR IGNORE INTO fl_import (legacy_id, created_at, content_hash, signed, position) "
-    "VALUES (?, ?, ?, ?, ?)"
-)
+IMPORT_INSERT = "INSERT OR IGNORE INTO fl_import (identity, signed, position) VALUES (?, ?, ?)"
 
 
 class Imported(Columns, frozen=True):
     """A legacy row imported with effect."""
 
-    legacy_id: int
-    created_at: float
-    content_hash: str
+    identity: str
+    """`projections.legacy.legacy_identity` of the row."""
 
 
-IMPORT_ALL = Query(
-    "SELECT legacy_id, created_at, content_hash FROM fl_import WHERE signed >= ?", Imported
-)
+IMPORT_ALL = Query("SELECT identity FROM fl_import WHERE signed >= ?", Imported)
 
 
 QUARANTINE_MATCH_POSITIONS = (" AND id IN ({marks})", " AND position IN ({marks})")

@@ -32,7 +32,8 @@ from eventlog import (
     SQLiteEventLog,
     StoredRow,
 )
-from eventlog.chain import genesis
+from eventlog.stored import genesis_of
+from eventlog.verify import UNREADABLE, Finding
 from projections.internal import (
     DriftReport,
     cache_hint,
@@ -93,6 +94,11 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     read_model: DriftReport | None = None
     """With `deep`, how the read model in the log's file compares with the log refolded;
     without, the projector checkpoints the log does not bear out, if any."""
+    findings: tuple[Finding, ...] = ()
+    """Rows that link but were read on: `unreadable` ones (this version cannot decode them;
+    they change nothing, and the log still verifies), and texts that do not match their
+    `content_hash` (`mismatch`) or are not stored (`absent`), which fail it. Each names its
+    position and the writer its body claims; the first `MAX_LISTED` of each kind."""
 
 
 def verify(
@@ -123,7 +129,7 @@ def verify(
         )
     log_id, head = event_log.log_id, event_log.head().position
     summary = None if checkpoint is None else _summary(checkpoint)
-    report = _Report(log_id, head, genesis(log_id), summary)
+    report = _Report(log_id, head, genesis_of(event_log), summary)
     if checkpoint is not None and checkpoint.log_id != log_id:
         return report.failed(
             0,
@@ -134,7 +140,9 @@ def verify(
         )
     tree_size = min(checkpoint.size, head) if checkpoint is not None else 0
     walked = _walk(event_log, report, tree_size, progress)
-    verdict = _judge(report, walked, checkpoint, tree_size)
+    verdict = msgspec.structs.replace(
+        _judge(report, walked, checkpoint, tree_size), findings=walked.findings
+    )
     if not verdict.ok or not isinstance(event_log, SQLiteEventLog):
         return verdict
     return _held_to_read_model(event_log, verdict, deep=deep, progress=progress, phase=phase)
@@ -244,6 +252,15 @@ def _judge(
             walked.failure.reason,
             first_bad=walked.failure.position,
         )
+    text = next((f for f in walked.findings if f.problem != UNREADABLE), None)
+    if text is not None:  # fails closed until an erasure event makes an absent text lawful
+        return report.failed(
+            walked.position,
+            walked.chain_value,
+            AuditProblem.CONTENT_MISMATCH,
+            f"content changed at position {text.position}: {text.reason}",
+            first_bad=text.position,
+        )
     if checkpoint is not None:
         if report.head < checkpoint.size:
             return report.failed(
@@ -307,14 +324,16 @@ class _Walked(NamedTuple):
     """The Merkle tree over the leaves up to the checkpoint's size."""
     checkpoint_chain: bytes
     """The chain value at the checkpoint's size."""
+    findings: tuple[Finding, ...]
+    """Rows read on: unreadable, or whose text does not match."""
 
 
 def _walk(
     event_log: EventLog, report: _Report, tree_size: int, progress: Progress | None
 ) -> _Walked:
     """Verify every row; fold the leaves up to `tree_size` into a Merkle tree."""
-    walker = ChainWalker(report.genesis)
-    tree = CompactRange()
+    walker = ChainWalker(event_log.log_format, report.genesis)
+    tree = CompactRange(event_log.log_format.chain)
     checkpoint_chain = report.genesis
     leaves: list[bytes] = []
     try:
@@ -331,8 +350,10 @@ def _walk(
             if progress is not None:
                 progress(end, report.head)
     except ChainBreak as brk:
-        return _Walked(walker.position, walker.chain_value, brk, tree, checkpoint_chain)
-    return _Walked(walker.position, walker.chain_value, None, tree, checkpoint_chain)
+        found = tuple(walker.findings)
+        return _Walked(walker.position, walker.chain_value, brk, tree, checkpoint_chain, found)
+    found = tuple(walker.findings)
+    return _Walked(walker.position, walker.chain_value, None, tree, checkpoint_chain, found)
 
 
 def _batches(head: int, tree_size: int) -> Iterator[tuple[int, int]]:

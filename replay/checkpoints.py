@@ -2,7 +2,7 @@
 
 The text form is a C2SP tlog-checkpoint note (every line ends with a newline):
 
-    factledger/<log id>
+    factledger/v2/<log id>          (a format-v1 log's: factledger/<log id>)
     <size: decimal, no leading zeros>
     <base64 of the RFC 6962 Merkle root over leaves 1..size>
     chain <hex chain hash at position size>
@@ -10,6 +10,8 @@ The text form is a C2SP tlog-checkpoint note (every line ends with a newline):
 A checkpoint signed with operator keys is a C2SP signed note: those four lines, a blank line,
 and one line per signature, `— <key name> <base64(4-byte key hash || Ed25519 signature)>`,
 each signature over the four lines, newlines included. The public key file alone checks it.
+The origin names the log's format, so a checkpoint alone says how its tree is hashed: SHA-256
+as RFC 6962 writes it (v2), or BLAKE3 (v1).
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ import re
 import msgspec
 
 from eventlog import InvalidInputError, InvalidTypeError
-from eventlog.chain import HASH_SIZE
+from eventlog.chain import HASH_SIZE, ChainScheme
 from eventlog.checks import check_identifier, check_position
+from eventlog.formats import CURRENT, V1, V2, LogFormat
 from eventlog.signing import strict_base64
 from replay.errors import UnsignedCheckpointError
 from replay.keys import KeySource, PublicKey, operator_key, read_public_key
 
 ORIGIN_PREFIX = "factledger/"
+FORMAT_ORIGINS = {V2.version: "v2/", V1.version: ""}
+"""What follows `ORIGIN_PREFIX` before the log id, by the log's format."""
+_FORMATS = {V1.version: V1, V2.version: V2}
 CHAIN_PREFIX = "chain "
 SIGNATURE_PREFIX = "\N{EM DASH} "
 MAX_SIGNATURES = 100
@@ -71,9 +77,13 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
     """Hex chain value after position `size` (the genesis when the size is 0)."""
     signatures: tuple[NoteSignature, ...] = ()
     """Signed-note signatures over `body`, in the order of their lines."""
+    format: int = CURRENT.version
+    """The log's format (`eventlog.formats`), named by the origin line: it fixes the hash."""
 
     def __post_init__(self) -> None:
         check_identifier("log_id", self.log_id)
+        if self.format not in _FORMATS or isinstance(self.format, bool):
+            raise InvalidInputError(f"format must be one of {sorted(_FORMATS)}")
         check_position("size", self.size)
         if self.size > MAX_SIZE:
             raise InvalidInputError(f"size {self.size} does not fit in 63 bits")
@@ -90,12 +100,25 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
             raise InvalidInputError(f"a checkpoint holds at most {MAX_SIGNATURES} signatures")
 
     @property
+    def log_format(self) -> LogFormat:
+        """The format of the log this checkpoint was taken of."""
+        return _FORMATS[self.format]
+
+    @property
+    def scheme(self) -> ChainScheme:
+        """How this checkpoint's tree and chain are hashed."""
+        return self.log_format.chain
+
+    @property
+    def origin(self) -> str:
+        """The first line: `factledger/`, the format's part, and the log id."""
+        return f"{ORIGIN_PREFIX}{FORMAT_ORIGINS[self.format]}{self.log_id}"
+
+    @property
     def body(self) -> str:
         """The four lines every signature covers."""
         root = base64.b64encode(self.root).decode("ascii")
-        return (
-            f"{ORIGIN_PREFIX}{self.log_id}\n{self.size}\n{root}\n{CHAIN_PREFIX}{self.chain_hash}\n"
-        )
+        return f"{self.origin}\n{self.size}\n{root}\n{CHAIN_PREFIX}{self.chain_hash}\n"
 
     def __str__(self) -> str:
         if not self.signatures:
@@ -132,9 +155,12 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
             _signature(number, line) for number, line in enumerate(lines[5:], start=6)
         )
         root_hash = _base64_digest("line 3 (the root)", root)
+        named = origin[len(ORIGIN_PREFIX) :]
+        version = V2.version if named.startswith(FORMAT_ORIGINS[V2.version]) else V1.version
         try:
             return cls(
-                log_id=origin[len(ORIGIN_PREFIX) :],
+                format=version,
+                log_id=named.removeprefix(FORMAT_ORIGINS[version]),
                 size=int(size),
                 root=root_hash,
                 chain_hash=chain_line[len(CHAIN_PREFIX) :],

@@ -9,7 +9,6 @@ import msgspec
 
 from eventlog import (
     ConflictPolicySet,
-    EventPayload,
     FactApproved,
     FactPublished,
     FactRejected,
@@ -24,8 +23,10 @@ from eventlog import (
     QuarantineReleased,
     RecallRecorded,
     RecordedEvent,
+    Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
+from eventlog.events import RecordedPayload
 from eventlog.signing import authorization_of, claims_of
 from projections.internal import (
     conflicts,
@@ -301,7 +302,7 @@ def _receipt(record: RecordedEvent) -> SuspectReceipt:
     )
 
 
-def event_subject(payload: EventPayload) -> str | None:
+def event_subject(payload: RecordedPayload) -> str | None:
     """What an event did, named without its content; None for a read (a recall receipt)."""
     match payload:
         case RecallRecorded():
@@ -334,6 +335,8 @@ def event_subject(payload: EventPayload) -> str | None:
             return f"approval of the held version at {payload.position}"
         case FactRejected():
             return f"rejection of the held version at {payload.position}"
+        case Unreadable():
+            return "unreadable row: " + payload.reason
         case _:
             assert_never(payload)
 

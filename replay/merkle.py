@@ -1,22 +1,20 @@
-"""RFC 6962/9162 Merkle trees over the log's leaf hashes, hashed as `eventlog.chain` hashes.
+"""RFC 6962/9162 Merkle trees over the log's leaf hashes, hashed as the log's chain scheme
+(`eventlog.chain`: SHA-256 in format v2, BLAKE3 in v1) hashes.
 
-Leaf `i` (0-based) is `chain.leaf_hash` of the stored bytes at position `i + 1`; interior
-nodes are `chain.node_hash`; the root of the empty tree is BLAKE3 of the empty string
-(RFC 6962's MTH({}) = HASH()). A perfect, aligned subtree is named `(level, index)` and covers
-leaves `[index * 2**level, (index + 1) * 2**level)`. Every subtree RFC 6962 builds is a short
-run of such pieces, which lets a prover read a few stored hashes instead of every leaf.
+Leaf `i` (0-based) is the scheme's `leaf_hash` of the stored bytes at position `i + 1`;
+interior nodes are its `node_hash`; the root of the empty tree is its hash of the empty
+string (RFC 6962's MTH({}) = HASH()). A perfect, aligned subtree is named `(level, index)`
+and covers leaves `[index * 2**level, (index + 1) * 2**level)`. Every subtree RFC 6962
+builds is a short run of such pieces, which lets a prover read a few stored hashes instead
+of every leaf.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import blake3
-
-from eventlog import chain
+from eventlog.chain import NODE_PREFIX, ChainScheme
 from eventlog.errors import InvalidInputError
-
-EMPTY_ROOT = blake3.blake3(b"").digest()
 
 Node = tuple[int, int]
 """A perfect, aligned subtree: (level, index)."""
@@ -42,28 +40,26 @@ def pieces(begin: int, end: int) -> list[Node]:
     return found
 
 
-def fold(hashes: Sequence[bytes]) -> bytes:
+def fold(hashes: Sequence[bytes], scheme: ChainScheme) -> bytes:
     """The RFC 6962 hash of a subtree from the hashes of its pieces, left to right."""
     if not hashes:
-        return EMPTY_ROOT
+        return scheme.empty_root()
     result = hashes[-1]
     for left in reversed(hashes[:-1]):
-        result = chain.node_hash(left, result)
+        result = scheme.node_hash(left, result)
     return result
 
 
-def perfect_hash(leaves: Sequence[bytes]) -> bytes:
+def perfect_hash(leaves: Sequence[bytes], scheme: ChainScheme) -> bytes:
     """The root of a perfect subtree over `leaves` (a power-of-two count of leaf hashes)."""
-    hasher = blake3.blake3()  # `chain.node_hash`, with one hasher reset per node: cheaper
-    reset, update, digest = hasher.reset, hasher.update, hasher.digest
-    prefix = chain.NODE_PREFIX
+    new = scheme.new
     level = list(leaves)
     while len(level) > 1:
         parents = []
         for i in range(0, len(level), 2):
-            reset()
-            update(prefix + level[i] + level[i + 1])
-            parents.append(digest())
+            hasher = new()
+            hasher.update(NODE_PREFIX + level[i] + level[i + 1])
+            parents.append(hasher.digest())
         level = parents
     return level[0]
 
@@ -102,7 +98,9 @@ def consistency_spans(old: int, new: int) -> list[Span]:
     return spans
 
 
-def root_from_inclusion(index: int, size: int, leaf: bytes, path: Sequence[bytes]) -> bytes | None:
+def root_from_inclusion(
+    index: int, size: int, leaf: bytes, path: Sequence[bytes], scheme: ChainScheme
+) -> bytes | None:
     """The root an inclusion path leads to (RFC 9162 2.1.3.2), or None if it cannot be one."""
     if not 0 <= index < size:
         return None
@@ -111,19 +109,19 @@ def root_from_inclusion(index: int, size: int, leaf: bytes, path: Sequence[bytes
         if sn == 0:
             return None
         if fn & 1 or fn == sn:
-            result = chain.node_hash(sibling, result)
+            result = scheme.node_hash(sibling, result)
             while fn and not fn & 1:
                 fn >>= 1
                 sn >>= 1
         else:
-            result = chain.node_hash(result, sibling)
+            result = scheme.node_hash(result, sibling)
         fn >>= 1
         sn >>= 1
     return result if sn == 0 else None
 
 
 def roots_from_consistency(
-    old: int, new: int, old_root: bytes, path: Sequence[bytes]
+    old: int, new: int, old_root: bytes, path: Sequence[bytes], scheme: ChainScheme
 ) -> tuple[bytes, bytes] | None:
     """The old and new roots a consistency path leads to (RFC 9162 2.1.4.2), for 0 < old < new."""
     if not 0 < old < new or not path:
@@ -138,13 +136,13 @@ def roots_from_consistency(
         if sn == 0:
             return None
         if fn & 1 or fn == sn:
-            old_result = chain.node_hash(sibling, old_result)
-            new_result = chain.node_hash(sibling, new_result)
+            old_result = scheme.node_hash(sibling, old_result)
+            new_result = scheme.node_hash(sibling, new_result)
             while fn and not fn & 1:
                 fn >>= 1
                 sn >>= 1
         else:
-            new_result = chain.node_hash(new_result, sibling)
+            new_result = scheme.node_hash(new_result, sibling)
         fn >>= 1
         sn >>= 1
     return (old_result, new_result) if sn == 0 else None
@@ -157,8 +155,13 @@ class CompactRange:
     """
 
     def __init__(
-        self, begin: int = 0, *, on_merge: Callable[[int, int, bytes], object] | None = None
+        self,
+        scheme: ChainScheme,
+        begin: int = 0,
+        *,
+        on_merge: Callable[[int, int, bytes], object] | None = None,
     ) -> None:
+        self.scheme = scheme
         self.begin = begin
         self.end = begin
         self._levels: list[int] = []
@@ -181,7 +184,7 @@ class CompactRange:
             right = hashes.pop()
             levels.pop()
             level += 1
-            hashes[-1] = chain.node_hash(hashes[-1], right)
+            hashes[-1] = self.scheme.node_hash(hashes[-1], right)
             levels[-1] = level
             if self._on_merge is not None:
                 self._on_merge(level, (self.end >> level) - 1, hashes[-1])
@@ -191,10 +194,10 @@ class CompactRange:
         start = self.end
         for level, index in pieces(start, start + len(leaves)):
             first = (index << level) - start
-            self.push(level, perfect_hash(leaves[first : first + (1 << level)]))
+            self.push(level, perfect_hash(leaves[first : first + (1 << level)], self.scheme))
 
     def root(self) -> bytes:
         """MTH over leaves [0, end); only a range that begins at leaf 0 has one."""
         if self.begin:
             raise InvalidInputError("only a range starting at leaf 0 has a root")
-        return fold(self._hashes)
+        return fold(self._hashes, self.scheme)

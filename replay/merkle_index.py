@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from eventlog import ChainBreak, ChainWalker, CorruptLogError, EventLog, chain_at
-from eventlog.chain import HASH_SIZE, genesis, leaf_hash
+from eventlog.chain import HASH_SIZE
 from eventlog.logs import get_logger
+from eventlog.stored import genesis_of
 from replay.merkle import CompactRange, Node, Span, fold, perfect_hash, pieces
 
 log = get_logger("factledger.replay")
@@ -31,12 +32,13 @@ class MerkleIndex:
 
     def __init__(self, event_log: EventLog) -> None:
         self.log = event_log
-        self._genesis = genesis(event_log.log_id)
+        self._genesis = genesis_of(event_log)
+        self._scheme = event_log.log_format.chain
         self.size = 0
         self.chain_value = self._genesis
         self._levels: list[bytearray] = []
         """The hashes at level `TILE_LEVEL + n` in `_levels[n]`, left to right."""
-        self._frontier = CompactRange(on_merge=self._keep)
+        self._frontier = CompactRange(self._scheme, on_merge=self._keep)
 
     # -- keeping up with the log -----------------------------------------------------------
 
@@ -57,7 +59,7 @@ class MerkleIndex:
             end = min(target, start - start % BATCH + BATCH)
             leaves, chain_value = self._verified_leaves(start, end)
             for offset in range(0, len(leaves), TILE):
-                tile = perfect_hash(leaves[offset : offset + TILE])
+                tile = perfect_hash(leaves[offset : offset + TILE], self._scheme)
                 self._keep(TILE_LEVEL, (start + offset) >> TILE_LEVEL, tile)
                 self._frontier.push(TILE_LEVEL, tile)
             self.size, self.chain_value = end, chain_value
@@ -66,7 +68,7 @@ class MerkleIndex:
         log.warning("merkle_index_rebuild", reason=reason)
         self.size, self.chain_value = 0, self._genesis
         self._levels.clear()
-        self._frontier = CompactRange(on_merge=self._keep)
+        self._frontier = CompactRange(self._scheme, on_merge=self._keep)
 
     def _keep(self, level: int, index: int, node: bytes) -> None:
         """Store the subtree `(level, index)`: always the next one at its level."""
@@ -85,12 +87,12 @@ class MerkleIndex:
         which the index must cover up to its last whole tile."""
         wanted = [pieces(begin, end) for begin, end in spans]
         found = self._hashes({node for parts in wanted for node in parts}, size)
-        return [fold([found[node] for node in parts]) for parts in wanted]
+        return [fold([found[node] for node in parts], self._scheme) for parts in wanted]
 
     def tip(self, head: int) -> tuple[bytes, bytes]:
         """The Merkle root and chain value at `head`, walking the rows past the index."""
         leaves, chain_value = self._verified_leaves(self.size, head)
-        tree = CompactRange()
+        tree = CompactRange(self._scheme)
         for level, node in self._frontier.nodes():
             tree.push(level, node)
         tree.add_leaves(leaves)
@@ -106,7 +108,9 @@ class MerkleIndex:
             for level, index in small:
                 first = (index << level) - tile * TILE
                 if 0 <= first < TILE:
-                    found[level, index] = perfect_hash(leaves[first : first + (1 << level)])
+                    found[level, index] = perfect_hash(
+                        leaves[first : first + (1 << level)], self._scheme
+                    )
         return found
 
     def _stored(self, nodes: Iterable[Node]) -> dict[Node, bytes]:
@@ -120,8 +124,13 @@ class MerkleIndex:
         """Leaf hashes of one tile, read from the stored rows and checked against the index."""
         begin = tile * TILE
         end = begin + TILE if indexed is not None else min(begin + TILE, size)
-        leaves = [leaf_hash(row.body) for row in self.log.scan(after=begin, until=end)]
-        if len(leaves) != end - begin or (indexed is not None and perfect_hash(leaves) != indexed):
+        leaves = [
+            row.leaf or self._scheme.leaf_hash(row.body)
+            for row in self.log.scan(after=begin, until=end)
+        ]
+        if len(leaves) != end - begin or (
+            indexed is not None and perfect_hash(leaves, self._scheme) != indexed
+        ):
             raise CorruptLogError(
                 f"rows {begin + 1} to {end} are missing or changed since they were verified; "
                 "run verify",
@@ -132,7 +141,7 @@ class MerkleIndex:
     def _verified_leaves(self, start: int, end: int) -> tuple[list[bytes], bytes]:
         """Leaf hashes of positions start+1..end, after walking their chain."""
         leaves: list[bytes] = []
-        walker = ChainWalker(self.chain_value, position=start)
+        walker = ChainWalker(self.log.log_format, self.chain_value, position=start)
         try:
             walker.walk(self.log.scan(after=start, until=end), on_leaf=leaves.append)
         except ChainBreak as brk:

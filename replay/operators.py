@@ -31,6 +31,7 @@ from eventlog import (
     RecordedEvent,
 )
 from eventlog.checks import check_actor, check_identifier, check_optional_actor
+from eventlog.formats import CURRENT, SALT_BYTES
 from eventlog.logs import get_logger
 from eventlog.signing import action_statement
 from projections.internal import (
@@ -266,17 +267,19 @@ def sign(log_id: str, payload: EventPayload, *, actor: Actor, key: OperatorKey) 
     that the log accepts the key is the caller's part: `signed_event`)."""
     event = actor.event(payload, event_id=new_action_id())
     assert event.event_id is not None
+    salt = os.urandom(SALT_BYTES)  # drawn first: the signature covers the salted hash
     statement = action_statement(
         log_id=log_id,
         event_id=event.event_id,
         producer_task_id=event.producer_task_id,
         run_id=event.run_id,
         source_adapter=event.source_adapter,
+        content_hash=CURRENT.content_hash(payload.written_text().encode("utf-8"), salt),
         payload=payload,
     )
     authorization = Authorization(key_id=key.key_id, signature=_b64(key.sign(statement)))
     signed = msgspec.structs.replace(payload, authorization=authorization)
-    return msgspec.structs.replace(event, payload=signed)
+    return msgspec.structs.replace(event, payload=signed, salt=salt)
 
 
 def first_operator(log_id: str, key: OperatorKey, *, actor: Actor = OPERATOR) -> NewEvent:

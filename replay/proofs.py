@@ -23,13 +23,12 @@ from eventlog import (
     InvalidTypeError,
     StoredRow,
 )
-from eventlog.chain import HASH_SIZE, genesis, leaf_hash
+from eventlog.chain import HASH_SIZE, ChainScheme
 from eventlog.checks import check_position
-from eventlog.codec import encode_envelope
+from eventlog.codec import encode_body
 from replay.checkpoints import Checkpoint
 from replay.keys import KeySource, operator_key
 from replay.merkle import (
-    EMPTY_ROOT,
     consistency_spans,
     inclusion_spans,
     root_from_inclusion,
@@ -93,7 +92,11 @@ class Prover:
             self._index.extend(head)
             root, chain_value = self._index.tip(head)
         taken = Checkpoint(
-            log_id=self.log.log_id, size=head, root=root, chain_hash=chain_value.hex()
+            log_id=self.log.log_id,
+            size=head,
+            root=root,
+            chain_hash=chain_value.hex(),
+            format=self.log.log_format.version,
         )
         return taken if signer is None else taken.sign(signer)
 
@@ -176,7 +179,7 @@ def verify_inclusion(
     if not isinstance(proof, InclusionProof):
         raise InvalidTypeError(f"proof must be an InclusionProof, not {type(proof).__name__}")
     _check_checkpoint("checkpoint", checkpoint)
-    leaf = _leaf(event_leaf_hash_or_record, proof.position)
+    leaf = _leaf(event_leaf_hash_or_record, proof.position, checkpoint)
     claimed = _hex(proof.leaf_hash)
     path = _hashes(proof.path)
     if leaf is None or claimed is None or path is None or not _is_count(proof.position):
@@ -185,7 +188,7 @@ def verify_inclusion(
         return False
     if not hmac.compare_digest(claimed, leaf):
         return False
-    root = root_from_inclusion(proof.position - 1, checkpoint.size, leaf, path)
+    root = root_from_inclusion(proof.position - 1, checkpoint.size, leaf, path, checkpoint.scheme)
     return root is not None and hmac.compare_digest(root, checkpoint.root)
 
 
@@ -206,13 +209,16 @@ def verify_consistency(proof: ConsistencyProof, old: Checkpoint, new: Checkpoint
             and hmac.compare_digest(old.root, new.root)
             and hmac.compare_digest(old.chain_hash, new.chain_hash)
         )
+    if old.format != new.format:
+        return False
+    scheme = new.scheme
     if old.size == 0:
         return (
             not path
-            and hmac.compare_digest(old.root, EMPTY_ROOT)
-            and hmac.compare_digest(old.chain_hash, genesis(old.log_id).hex())
+            and hmac.compare_digest(old.root, scheme.empty_root())
+            and hmac.compare_digest(old.chain_hash, scheme.genesis(old.log_id).hex())
         )
-    roots = roots_from_consistency(old.size, new.size, old.root, path)
+    roots = roots_from_consistency(old.size, new.size, old.root, path, scheme)
     return (
         roots is not None
         and hmac.compare_digest(roots[0], old.root)
@@ -234,8 +240,11 @@ def _require_chain(index: MerkleIndex, checkpoint: Checkpoint) -> None:
         )
 
 
-def _leaf(value: object, position: object) -> bytes | None:
-    """The leaf hash `value` stands for, or None if it is malformed or for another position."""
+def _leaf(value: object, position: object, checkpoint: Checkpoint) -> bytes | None:
+    """The leaf hash `value` stands for in the tree `checkpoint` names, or None if it is
+    malformed or for another position. An Envelope is encoded as its format stores it (in
+    v2, without its text)."""
+    scheme: ChainScheme = checkpoint.scheme
     if isinstance(value, bytes):
         return value if len(value) == HASH_SIZE else None
     if isinstance(value, str):
@@ -243,13 +252,13 @@ def _leaf(value: object, position: object) -> bytes | None:
     if isinstance(value, StoredRow):
         if value.position != position or not isinstance(value.body, bytes):
             return None
-        return leaf_hash(value.body)
+        return value.leaf or scheme.leaf_hash(value.body)
     if isinstance(value, Envelope):
         if value.position != position:
             return None
         fields = {name: getattr(value, name) for name in Envelope.__struct_fields__}
         try:
-            return leaf_hash(encode_envelope(Envelope(**fields)))
+            return scheme.leaf_hash(encode_body(Envelope(**fields), checkpoint.log_format))
         except (msgspec.EncodeError, TypeError, ValueError):
             return None
     raise InvalidTypeError(

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from eventlog import MemoryAdded, NewEvent, content_hash, decode_record
-from eventlog.chain import GENESIS_CONTEXT
-from eventlog.signing import claims_of
+from eventlog import MemoryAdded, NewEvent, read_row
+from eventlog.chain import GENESIS_CONTEXT, GENESIS_DOMAIN
 from projections.internal import (
     LegacyFile,
     inquiries,
     legacy_events,
+    legacy_identity,
 )
 from replay.keys import KeySource, operator_key
 from replay.operators import Actor, append_with_effect, signed_event
@@ -29,7 +29,7 @@ from replay.operators import Actor, append_with_effect, signed_event
 if TYPE_CHECKING:
     from replay.ledger import Ledger
 
-EXPORT_FORMAT = "factledger-export/1"
+EXPORT_FORMAT = "factledger-export/2"
 Progress = Callable[[int, int], None]
 IMPORTER = Actor(producer_task_id="import-legacy")
 
@@ -39,7 +39,11 @@ class ExportHeader(msgspec.Struct, frozen=True, kw_only=True):
 
     format: str
     log_id: str
+    log_format: int
+    """The log's format (`eventlog.formats`): 2, SHA-256 chain with texts beside the bodies;
+    1, BLAKE3 chain with texts inside them."""
     genesis_context: str
+    """What the genesis hashes before the log id (v2), or its BLAKE3 context (v1)."""
     events: int
     head_chain_hash: str
 
@@ -57,7 +61,13 @@ class ExportedEvent(msgspec.Struct, frozen=True, kw_only=True):
     content_hash: str
     chain_hash: str
     payload: msgspec.Raw
+    """The payload as read, its text included when it matches `content_hash`."""
     body: str
+    """The chained bytes (in v2, without the text), as UTF-8 (invalid bytes replaced)."""
+    leaf_hash: str
+    salt: str | None = None
+    """Format v2: the hex salt keying `content_hash` (None when no text is stored)."""
+    text_state: str = "intact"
 
 
 class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,13 +96,16 @@ def export_log(ledger: Ledger, out: TextIO, *, progress: Progress | None = None)
     header = ExportHeader(
         format=EXPORT_FORMAT,
         log_id=log.log_id,
-        genesis_context=GENESIS_CONTEXT,
+        log_format=log.log_format.version,
+        genesis_context=(
+            GENESIS_DOMAIN.decode("ascii") if log.log_format.text_beside else GENESIS_CONTEXT
+        ),
         events=head.position,
         head_chain_hash=head.chain_hash,
     )
     out.write(_ENCODER.encode(header).decode() + "\n")
     for row in log.scan(until=head.position):
-        record = decode_record(row.body, position=row.position, chain_hash=row.chain_hash.hex())
+        record = read_row(row, log.log_format)
         line = ExportedEvent(
             position=record.position,
             event_id=record.event_id,
@@ -104,7 +117,10 @@ def export_log(ledger: Ledger, out: TextIO, *, progress: Progress | None = None)
             content_hash=record.content_hash,
             chain_hash=record.chain_hash,
             payload=msgspec.Raw(_ENCODER.encode(record.payload)),
-            body=row.body.decode("utf-8"),
+            body=row.body.decode("utf-8", "replace"),
+            leaf_hash=(row.leaf or log.log_format.chain.leaf_hash(row.body)).hex(),
+            salt=None if row.salt is None else row.salt.hex(),
+            text_state=record.text_state,
         )
         out.write(_ENCODER.encode(line).decode() + "\n")
         if progress is not None:
@@ -168,14 +184,14 @@ def import_report(
     )
 
 
-def not_imported(done: set[tuple[int, float, str]], events: list[NewEvent]) -> list[NewEvent]:
-    """`events` whose legacy rows (id, created_at, content) were not imported yet, once each."""
+def not_imported(done: set[str], events: list[NewEvent]) -> list[NewEvent]:
+    """`events` whose legacy rows (by the identity they claim) were not imported yet, once
+    each."""
     fresh = []
     for event in events:
         payload = event.payload
-        claims = claims_of(payload)
-        assert isinstance(payload, MemoryAdded) and claims is not None
-        row = (claims.id, claims.created_at, content_hash(payload.content.encode("utf-8")))
+        assert isinstance(payload, MemoryAdded)
+        row = legacy_identity(payload)
         if row not in done:
             done.add(row)
             fresh.append(event)

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from eventlog import open_log
-from eventlog.chain import genesis
+from eventlog.chain import SHA256
 from projections import SQLiteMemoryStore
 from tests.postgres import PgLog, PgServer, drop, end_sessions_in, new_place
 
@@ -108,7 +108,8 @@ class SharedSchema:
                 f'UPDATE "{schema}".meta SET value = %s WHERE name = %s', (log_id, "log_id")
             )
             self._admin.execute(
-                f'UPDATE "{schema}".head SET position = 0, chain_hash = %s', (genesis(log_id),)
+                f'UPDATE "{schema}".head SET position = 0, chain_hash = %s',
+                (SHA256.genesis(log_id),),
             )
         return self.place.dsn
 

@@ -104,7 +104,7 @@ def _walk(path: Path) -> float:
     log = open_log(path, read_only=True)
     try:
         start = time.perf_counter()
-        report = verify_chain(log, log.genesis)
+        report = verify_chain(log)
         seconds = time.perf_counter() - start
     finally:
         log.close()

@@ -75,7 +75,7 @@ def _count(path: Path, names: list[str], each: int, reports: list[Any]) -> dict[
     log = open_log(path, read_only=True)
     try:
         found = [r.payload.content for r in log.read() if isinstance(r.payload, MemoryAdded)]
-        chain_ok = verify_chain(log, log.genesis).ok
+        chain_ok = verify_chain(log).ok
         head = log.head().position
     finally:
         log.close()

@@ -30,7 +30,7 @@ def verify(path: Path) -> tuple[str, int]:
         from eventlog import open_log, verify_chain
 
         log = open_log(path, read_only=True)
-        report = verify_chain(log, log.genesis)
+        report = verify_chain(log)
         log.close()
         return "eventlog.verify_chain", report.checked
     return "replay.verify", int(audit.verify(path).checked)

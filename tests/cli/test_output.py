@@ -301,7 +301,7 @@ def test_at_80_columns_every_line_fits_and_ids_and_hashes_are_whole(
     JSON holds)."""
     capsys.readouterr()
     assert main([*command, "--db", str(demo_log), "--json"]) in (0, 2)
-    tokens = set(re.findall(r'"((?:fl|op):[0-9a-f]{32}|blake3:[0-9a-f]{64}|[0-9a-f]{64})"',
+    tokens = set(re.findall(r'"((?:fl|op):[0-9a-f]{32}|blake3(?:-keyed)?:[0-9a-f]{64}|[0-9a-f]{64})"',
                             capsys.readouterr().out))  # fmt: skip
     monkeypatch.setenv("COLUMNS", "80")
     assert main([*command, "--db", str(demo_log)]) in (0, 2)

@@ -1,48 +1,96 @@
-"""Known-answer vectors: the encoding and chain construction are frozen by committed data."""
+"""Known-answer vectors: the encoding and chain construction of both formats are frozen by
+committed data (tests/data/chain_vectors.json: `v2`, written today; `v1`, read only)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from pathlib import Path
 
 import blake3
 import msgspec
+import pytest
 
 from eventlog import chain
 from eventlog.codec import encode_envelope
 from eventlog.events import Envelope
+from eventlog.formats import V2
 
-VECTORS = json.loads((Path(__file__).parent.parent / "data" / "chain_vectors.json").read_text())
-
-
-def test_genesis_matches_vector() -> None:
-    """The genesis is BLAKE3 derive_key over the log id with the documented context."""
-    assert VECTORS["genesis_context"] == chain.GENESIS_CONTEXT
-    assert VECTORS["genesis"] == chain.genesis(VECTORS["log_id"]).hex()
+ALL = json.loads((Path(__file__).parent.parent / "data" / "chain_vectors.json").read_text())
+V1_VECTORS, V2_VECTORS = ALL["v1"], ALL["v2"]
+SCHEMES = {"v1": (chain.BLAKE3, V1_VECTORS), "v2": (chain.SHA256, V2_VECTORS)}
+TEXT_FIELDS = {"memory_added": "content", "fact_published": "value"}
 
 
-def test_encoding_is_canonical() -> None:
+def test_genesis_matches_vectors() -> None:
+    """v2: SHA-256 over the documented domain and the log id; v1: BLAKE3 derive_key over the
+    log id with the documented context."""
+    assert V2_VECTORS["genesis_domain"].encode() == chain.GENESIS_DOMAIN
+    assert V2_VECTORS["genesis"] == chain.SHA256.genesis(V2_VECTORS["log_id"]).hex()
+    assert V1_VECTORS["genesis_context"] == chain.GENESIS_CONTEXT
+    assert V1_VECTORS["genesis"] == chain.BLAKE3.genesis(V1_VECTORS["log_id"]).hex()
+
+
+@pytest.mark.parametrize("version", sorted(SCHEMES))
+def test_encoding_is_canonical(version: str) -> None:
     """Decoding each stored body and encoding it again yields the very same bytes."""
-    for event in VECTORS["events"]:
+    for event in SCHEMES[version][1]["events"]:
         body = event["body"].encode()
         assert body == encode_envelope(msgspec.json.decode(body, type=Envelope))
 
 
-def test_leaf_and_chain_values_match_vectors() -> None:
+@pytest.mark.parametrize("version", sorted(SCHEMES))
+def test_leaf_and_chain_values_match_vectors(version: str) -> None:
     """eventlog.chain reproduces every committed leaf hash and chain value."""
-    previous = chain.genesis(VECTORS["log_id"])
-    for event in VECTORS["events"]:
-        leaf = chain.leaf_hash(event["body"].encode())
-        previous = chain.link(previous, leaf)
+    scheme, vectors = SCHEMES[version]
+    previous = scheme.genesis(vectors["log_id"])
+    for event in vectors["events"]:
+        leaf = scheme.leaf_hash(event["body"].encode())
+        previous = scheme.link(previous, leaf)
         assert (event["leaf_hash"], event["chain_hash"]) == (leaf.hex(), previous.hex())
 
 
-def test_spec_in_readme_reproduces_vectors_independently() -> None:
-    """The construction written in README, coded from scratch with blake3, gives the vectors."""
+def test_v2_content_hashes_match_vectors() -> None:
+    """eventlog.formats keys each text's hash with its salt, and holds it to the body."""
+    for event in V2_VECTORS["events"]:
+        text, salt = event["text"].encode(), bytes.fromhex(event["salt"])
+        assert event["content_hash"] == V2.content_hash(text, salt)
+        assert V2.text_matches(text, salt, event["content_hash"])
+        assert not V2.text_matches(text + b"!", salt, event["content_hash"])
+
+
+def test_v2_spec_reproduces_vectors_independently_with_hashlib() -> None:
+    """The construction in docs/spec/chain.md and format-v2.md, coded from scratch with
+    hashlib and blake3 alone, gives the v2 vectors: the body holds no text, the text's keyed
+    hash is the body's `content_hash`."""
+    log_id = V2_VECTORS["log_id"].encode()
+    previous = hashlib.sha256(b"factledger/v2 genesis\x00" + log_id).digest()
+    assert V2_VECTORS["genesis"] == previous.hex()
+    leaves = []
+    for event in V2_VECTORS["events"]:
+        body = event["body"].encode()
+        stored = json.loads(body)
+        field = TEXT_FIELDS.get(stored["payload"]["kind"])
+        assert "" == (stored["payload"][field] if field else "")
+        keyed = blake3.blake3(event["text"].encode(), key=bytes.fromhex(event["salt"]))
+        assert stored["content_hash"] == event["content_hash"]
+        assert hmac.compare_digest(event["content_hash"], "blake3-keyed:" + keyed.hexdigest())
+        leaf = hashlib.sha256(b"\x00" + body).digest()
+        previous = hashlib.sha256(b"\x02" + previous + leaf).digest()
+        assert (event["leaf_hash"], event["chain_hash"]) == (leaf.hex(), previous.hex())
+        leaves.append(leaf)
+    node = hashlib.sha256(b"\x01" + leaves[0] + leaves[1]).digest()
+    assert V2_VECTORS["node_hash_1_2"] == node.hex()
+
+
+def test_v1_spec_reproduces_vectors_independently() -> None:
+    """Format v1's construction (docs/spec/chain.md, "Format v1"), coded from scratch with
+    blake3, gives the v1 vectors."""
     previous = blake3.blake3(
-        VECTORS["log_id"].encode(), derive_key_context=VECTORS["genesis_context"]
+        V1_VECTORS["log_id"].encode(), derive_key_context=V1_VECTORS["genesis_context"]
     ).digest()
-    for event in VECTORS["events"]:
+    for event in V1_VECTORS["events"]:
         body = event["body"].encode()
         content = msgspec.json.decode(body)["payload"]
         text = content.get("content", content.get("value", ""))
@@ -52,7 +100,9 @@ def test_spec_in_readme_reproduces_vectors_independently() -> None:
         assert event["chain_hash"] == previous.hex()
 
 
-def test_node_hash_matches_vector() -> None:
-    """An RFC 6962 interior node is BLAKE3(0x01 || left || right)."""
-    left, right = (bytes.fromhex(e["leaf_hash"]) for e in VECTORS["events"][:2])
-    assert VECTORS["node_hash_1_2"] == chain.node_hash(left, right).hex()
+@pytest.mark.parametrize("version", sorted(SCHEMES))
+def test_node_hash_matches_vector(version: str) -> None:
+    """An RFC 6962 interior node is H(0x01 || left || right)."""
+    scheme, vectors = SCHEMES[version]
+    left, right = (bytes.fromhex(e["leaf_hash"]) for e in vectors["events"][:2])
+    assert vectors["node_hash_1_2"] == scheme.node_hash(left, right).hex()

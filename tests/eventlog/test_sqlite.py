@@ -17,10 +17,11 @@ from eventlog import (
     NewEvent,
     SQLiteEventLog,
     StorageError,
-    UnknownEventKindError,
+    Unreadable,
     open_log,
 )
 from eventlog.contract import memory
+from eventlog.errors import StrayContentError
 
 
 def test_log_table_refuses_update_and_delete(tmp_path: Path) -> None:
@@ -155,20 +156,29 @@ def test_short_lock_is_waited_out(tmp_path: Path) -> None:
     release.join()
 
 
-def test_unknown_kind_names_kind_and_position(tmp_path: Path) -> None:
-    """A stored row of a kind this version does not know fails with kind and position."""
+def test_unknown_kind_reads_as_unreadable_naming_kind_and_position(tmp_path: Path) -> None:
+    """A stored row of a kind this version does not know is read as `Unreadable`, naming
+    its kind, at its position; the reads go on past it."""
     path = tmp_path / "log.db"
     open_log(path).append(memory())
     body = (
         b'{"position":2,"event_id":"x","ts_ns":1,"producer_task_id":"","run_id":null,'
-        b'"source_adapter":null,"content_hash":"blake3:00","payload":{"kind":"mystery"}}'
+        b'"source_adapter":"codex","content_hash":"blake3:00","payload":{"kind":"mystery"}}'
     )
     raw = sqlite3.connect(path)
     raw.execute("INSERT INTO fl_events VALUES (2, 'x', ?, x'00')", (body,))
     raw.commit()
-    with pytest.raises(UnknownEventKindError, match="'mystery' at position 2") as info:
-        list(open_log(path).read())
-    assert ("mystery", 2) == (info.value.kind, info.value.position)
+    log = open_log(path)
+    log.append(memory("after"))
+    first, second, third = log.read()
+    assert isinstance(second.payload, Unreadable)
+    assert ("mystery", 2, "codex") == (
+        second.payload.claimed_kind,
+        second.position,
+        second.source_adapter,
+    )
+    assert "'mystery' at position 2" in second.payload.reason
+    assert ("use pytest", "after") == (first.payload.written_text(), third.payload.written_text())
 
 
 def test_nested_transaction_is_refused(tmp_path: Path) -> None:
@@ -247,3 +257,25 @@ def test_of_writers_racing_to_make_a_log_one_makes_it_with_its_first_events(
     contents = [r.payload.content for r in open_log(path).read()]  # type: ignore[union-attr]
     assert makers == contents
     assert 4 - len(makers) == outcomes.count("refused")
+
+
+def test_a_text_stored_past_the_head_refuses_the_next_write(tmp_path: Path) -> None:
+    """A file whose last event was cut off but whose text stayed (copied, rewound or edited
+    by hand) refuses an append with an error naming the position, and writes nothing: the
+    stray text is neither deleted nor taken as the new event's."""
+    path = tmp_path / "log.db"
+    log = open_log(path)
+    log.append_many([memory("first"), memory("second")])
+    log.close()
+    raw = sqlite3.connect(path)
+    raw.execute("DROP TRIGGER fl_events_no_delete")
+    raw.execute("DELETE FROM fl_events WHERE position = 2")
+    raw.commit()
+    raw.close()
+    before = path.read_bytes()
+    log = open_log(path)
+    with pytest.raises(StrayContentError, match="text for position 2, past the log's head 1"):
+        log.append(memory("another second"))
+    assert 1 == log.head().position
+    log.close()
+    assert before == path.read_bytes()

@@ -8,6 +8,7 @@ certificate-transparency reference tests; `python -m tests.replay.test_merkle` r
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eventlog import InvalidInputError
+from eventlog.chain import BLAKE3, SHA256
 from replay.merkle import (
-    EMPTY_ROOT,
     CompactRange,
     Span,
     consistency_spans,
@@ -132,11 +133,13 @@ CONSISTENCY = [
 
 def span_hash(leaves: Sequence[bytes], span: Span) -> bytes:
     """MTH over a span as the prover computes it: from its perfect, aligned pieces."""
-    return fold([perfect_hash(leaves[i << lv : (i + 1) << lv]) for lv, i in pieces(*span)])
+    return fold(
+        [perfect_hash(leaves[i << lv : (i + 1) << lv], BLAKE3) for lv, i in pieces(*span)], BLAKE3
+    )
 
 
 def tree_root(leaves: Sequence[bytes]) -> bytes:
-    tree = CompactRange()
+    tree = CompactRange(BLAKE3)
     tree.add_leaves(leaves)
     return tree.root()
 
@@ -151,13 +154,13 @@ def test_vectors_file_is_the_reference_output() -> None:
 
 def test_empty_tree_root_is_hash_of_empty_string() -> None:
     """MTH({}) is BLAKE3 of the empty string, as RFC 6962 defines it."""
-    assert blake3.blake3(b"").digest() == EMPTY_ROOT == ROOTS[0] == tree_root([])
+    assert blake3.blake3(b"").digest() == BLAKE3.empty_root() == ROOTS[0] == tree_root([])
 
 
 @pytest.mark.parametrize("size", range(9))
 def test_root_matches_vector(size: int) -> None:
     """A compact range fed leaf by leaf, and one fed all at once, give the vector root."""
-    one_by_one = CompactRange()
+    one_by_one = CompactRange(BLAKE3)
     for leaf in LEAVES[:size]:
         one_by_one.add_leaves([leaf])
     assert (ROOTS[size], ROOTS[size]) == (tree_root(LEAVES[:size]), one_by_one.root())
@@ -168,7 +171,7 @@ def test_inclusion_path_matches_vector(index: int, size: int, path: list[bytes])
     """The prover's spans hash to the RFC PATH, and the path leads back to the root."""
     spans = inclusion_spans(index, size)
     assert path == [span_hash(LEAVES, span) for span in spans]
-    assert ROOTS[size] == root_from_inclusion(index, size, LEAVES[index], path)
+    assert ROOTS[size] == root_from_inclusion(index, size, LEAVES[index], path, BLAKE3)
 
 
 @pytest.mark.parametrize(("old", "new", "path"), CONSISTENCY)
@@ -177,7 +180,8 @@ def test_consistency_path_matches_vector(old: int, new: int, path: list[bytes]) 
     spans = consistency_spans(old, new) if old < new else []
     assert path == [span_hash(LEAVES, span) for span in spans]
     if old < new:
-        assert (ROOTS[old], ROOTS[new]) == roots_from_consistency(old, new, ROOTS[old], path)
+        roots = roots_from_consistency(old, new, ROOTS[old], path, BLAKE3)
+        assert (ROOTS[old], ROOTS[new]) == roots
 
 
 # -- proofs that must fail -------------------------------------------------------------------
@@ -211,27 +215,27 @@ def test_tampered_inclusion_proofs_fail(tamper: str) -> None:
             continue
         i, n, p = INCLUSION_TAMPERS[tamper](index, size, path)
         if n < len(ROOTS):
-            assert ROOTS[n] != root_from_inclusion(i, n, LEAVES[index], p)
+            assert ROOTS[n] != root_from_inclusion(i, n, LEAVES[index], p, BLAKE3)
 
 
 def test_inclusion_proof_for_another_tree_fails() -> None:
     """A path valid in the tree of 7 leaves does not lead to the root of the tree of 8."""
     path = ref_path(2, [bytes.fromhex(d) for d in LEAF_INPUTS[:7]])
-    assert ROOTS[7] == root_from_inclusion(2, 7, LEAVES[2], path)
-    assert ROOTS[8] != root_from_inclusion(2, 8, LEAVES[2], path)
+    assert ROOTS[7] == root_from_inclusion(2, 7, LEAVES[2], path, BLAKE3)
+    assert ROOTS[8] != root_from_inclusion(2, 8, LEAVES[2], path, BLAKE3)
 
 
 def test_inclusion_of_another_leaf_fails() -> None:
     """A path proves its own leaf only."""
     _, size, path = INCLUSION[-1]
-    assert ROOTS[size] != root_from_inclusion(7, size, LEAVES[6], path)
+    assert ROOTS[size] != root_from_inclusion(7, size, LEAVES[6], path, BLAKE3)
 
 
 def test_inclusion_index_out_of_range_gives_none() -> None:
     """An index outside the tree has no root."""
     assert (None, None) == (
-        root_from_inclusion(8, 8, LEAVES[0], []),
-        root_from_inclusion(-1, 8, LEAVES[0], []),
+        root_from_inclusion(8, 8, LEAVES[0], [], BLAKE3),
+        root_from_inclusion(-1, 8, LEAVES[0], [], BLAKE3),
     )
 
 
@@ -256,23 +260,23 @@ def test_tampered_consistency_proofs_fail(tamper: str) -> None:
             continue
         m, n, p = CONSISTENCY_TAMPERS[tamper](old, new, path)
         if m < n:
-            assert (ROOTS[m], ROOTS[n]) != roots_from_consistency(m, n, ROOTS[m], p)
+            assert (ROOTS[m], ROOTS[n]) != roots_from_consistency(m, n, ROOTS[m], p, BLAKE3)
 
 
 def test_consistency_proof_for_other_trees_fails() -> None:
     """A proof that 3 extends to 7 does not show that 3 extends to 8."""
     _, _, path = next(v for v in CONSISTENCY if v[:2] == (3, 7))
-    assert (ROOTS[3], ROOTS[8]) != roots_from_consistency(3, 8, ROOTS[3], path)
+    assert (ROOTS[3], ROOTS[8]) != roots_from_consistency(3, 8, ROOTS[3], path, BLAKE3)
 
 
 def test_consistency_needs_sizes_in_order_and_a_path() -> None:
     """Equal, reversed or zero sizes and an empty path give no roots."""
     _, _, path = next(v for v in CONSISTENCY if v[:2] == (3, 7))
     assert [None] * 4 == [
-        roots_from_consistency(7, 7, ROOTS[7], path),
-        roots_from_consistency(7, 3, ROOTS[7], path),
-        roots_from_consistency(0, 3, ROOTS[0], path),
-        roots_from_consistency(3, 7, ROOTS[3], []),
+        roots_from_consistency(7, 7, ROOTS[7], path, BLAKE3),
+        roots_from_consistency(7, 3, ROOTS[7], path, BLAKE3),
+        roots_from_consistency(0, 3, ROOTS[0], path, BLAKE3),
+        roots_from_consistency(3, 7, ROOTS[3], [], BLAKE3),
     ]
 
 
@@ -291,7 +295,7 @@ def test_inclusion_paths_match_reference_at_any_size(size: int, data: st.DataObj
     leaves, inputs = _leaves(size), [i.to_bytes(4, "big") for i in range(size)]
     path = [span_hash(leaves, span) for span in inclusion_spans(index, size)]
     assert ref_path(index, inputs) == path
-    assert ref_mth(inputs) == root_from_inclusion(index, size, leaves[index], path)
+    assert ref_mth(inputs) == root_from_inclusion(index, size, leaves[index], path, BLAKE3)
 
 
 @settings(max_examples=60, deadline=None)
@@ -303,7 +307,7 @@ def test_consistency_paths_match_reference_at_any_size(new: int, data: st.DataOb
     path = [span_hash(leaves, span) for span in consistency_spans(old, new)]
     assert ref_proof(old, inputs) == path
     expected = (ref_mth(inputs[:old]), ref_mth(inputs))
-    assert expected == roots_from_consistency(old, new, expected[0], path)
+    assert expected == roots_from_consistency(old, new, expected[0], path, BLAKE3)
 
 
 @settings(max_examples=40, deadline=None)
@@ -312,9 +316,9 @@ def test_compact_range_in_any_chunks_gives_the_root(chunks: list[int]) -> None:
     """Leaves added in chunks of any sizes, and ranges joined by pushing their subtrees,
     give the same root as the reference."""
     leaves = _leaves(sum(chunks))
-    whole, start = CompactRange(), 0
+    whole, start = CompactRange(BLAKE3), 0
     for size in chunks:
-        part = CompactRange(start)
+        part = CompactRange(BLAKE3, start)
         part.add_leaves(leaves[start : start + size])
         for level, node in part.nodes():
             whole.push(level, node)
@@ -325,7 +329,7 @@ def test_compact_range_in_any_chunks_gives_the_root(chunks: list[int]) -> None:
 def test_compact_range_reports_every_merged_subtree() -> None:
     """`on_merge` hears of each completed subtree with its level, index and hash."""
     merged: list[tuple[int, int, bytes]] = []
-    tree = CompactRange(on_merge=lambda *node: merged.append(node))
+    tree = CompactRange(BLAKE3, on_merge=lambda *node: merged.append(node))
     leaves = _leaves(6)
     tree.add_leaves(leaves[:1])
     for leaf in leaves[1:]:
@@ -353,14 +357,14 @@ def test_split_is_the_largest_power_of_two_below() -> None:
 
 def test_misaligned_subtree_is_refused() -> None:
     """A level-1 subtree cannot start at an odd leaf."""
-    tree = CompactRange(1)
+    tree = CompactRange(BLAKE3, 1)
     with pytest.raises(InvalidInputError):
-        tree.push(1, EMPTY_ROOT)
+        tree.push(1, BLAKE3.empty_root())
 
 
 def test_range_not_starting_at_zero_has_no_root() -> None:
     """Only a range over leaves from 0 has a root."""
-    tree = CompactRange(4)
+    tree = CompactRange(BLAKE3, 4)
     tree.add_leaves(_leaves(4))
     with pytest.raises(InvalidInputError):
         tree.root()
@@ -368,3 +372,66 @@ def test_range_not_starting_at_zero_has_no_root() -> None:
 
 if __name__ == "__main__":
     VECTORS_PATH.write_text(json.dumps(reference_vectors(), indent=2) + "\n")
+
+
+# -- format v2: SHA-256, against certificate-transparency's published roots -----------------
+
+CT_SHA256_ROOTS = [
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+    "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
+    "aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
+    "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+    "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
+    "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
+    "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
+    "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328",
+]
+"""RFC 6962 tree heads over the first n leaf inputs, as certificate-transparency's reference
+tests publish them (SHA-256)."""
+
+
+def sha256_mth(leaves: Sequence[bytes]) -> bytes:
+    """RFC 6962 2.1 MTH with hashlib, recursively: shares no code with `replay.merkle`."""
+    if not leaves:
+        return hashlib.sha256(b"").digest()
+    if len(leaves) == 1:
+        return hashlib.sha256(b"\x00" + leaves[0]).digest()
+    k = ref_k(len(leaves))
+    return hashlib.sha256(b"\x01" + sha256_mth(leaves[:k]) + sha256_mth(leaves[k:])).digest()
+
+
+def sha256_path(m: int, data: Sequence[bytes]) -> list[bytes]:
+    """RFC 6962 2.1.1 PATH(m, D[n]) with hashlib."""
+    if len(data) == 1:
+        return []
+    k = ref_k(len(data))
+    if m < k:
+        return [*sha256_path(m, data[:k]), sha256_mth(data[k:])]
+    return [*sha256_path(m - k, data[k:]), sha256_mth(data[:k])]
+
+
+@pytest.mark.parametrize("size", range(9))
+def test_v2_tree_heads_are_rfc_6962_sha256(size: int) -> None:
+    """Format v2's tree (`SHA256`), fed the CT reference leaves, gives CT's published roots,
+    and so does a from-scratch hashlib MTH."""
+    data = [bytes.fromhex(leaf) for leaf in LEAF_INPUTS[:size]]
+    tree = CompactRange(SHA256)
+    tree.add_leaves([SHA256.leaf_hash(d) for d in data])
+    assert CT_SHA256_ROOTS[size] == tree.root().hex() == sha256_mth(data).hex()
+
+
+@pytest.mark.parametrize("size", [5, 7, 8])
+def test_v2_inclusion_proofs_reach_the_ct_root(size: int) -> None:
+    """Every leaf's inclusion path leads to CT's published root for its tree size."""
+    leaves = [SHA256.leaf_hash(bytes.fromhex(leaf)) for leaf in LEAF_INPUTS[:size]]
+    for index in range(size):
+        path = [
+            fold(
+                [perfect_hash(leaves[i << lv : (i + 1) << lv], SHA256) for lv, i in pieces(*span)],
+                SHA256,
+            )
+            for span in inclusion_spans(index, size)
+        ]
+        root = root_from_inclusion(index, size, leaves[index], path, SHA256)
+        assert root is not None and CT_SHA256_ROOTS[size] == root.hex()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
@@ -31,6 +32,7 @@ from eventlog import (
 )
 from eventlog.contract import EVERY_KIND
 from eventlog.events import PAYLOAD_TYPES, kind_of
+from eventlog.formats import CURRENT, SALT_BYTES
 from eventlog.signing import action_statement
 from projections import (
     CrossTaskKB,
@@ -105,18 +107,20 @@ def event_at(db_path: Path, position: int) -> RecordedEvent:
 def signed_by(key: OperatorKey, log_id: str, event: NewEvent) -> NewEvent:
     """`event` signed with `key` for the log `log_id` (an attacker holding some key)."""
     assert event.event_id is not None
+    salt = os.urandom(SALT_BYTES)
     statement = action_statement(
         log_id=log_id,
         event_id=event.event_id,
         producer_task_id=event.producer_task_id,
         run_id=event.run_id,
         source_adapter=event.source_adapter,
+        content_hash=CURRENT.content_hash(event.payload.written_text().encode(), salt),
         payload=event.payload,
     )
     signature = base64.b64encode(key.sign(statement)).decode()
     auth = Authorization(key_id=key.key_id, signature=signature)
     return msgspec.structs.replace(
-        event, payload=msgspec.structs.replace(event.payload, authorization=auth)
+        event, payload=msgspec.structs.replace(event.payload, authorization=auth), salt=salt
     )
 
 
@@ -427,8 +431,9 @@ def test_replayed_signatures_gain_nothing(
 def test_signatures_verify_with_cryptography_over_the_documented_bytes(
     poisoned: Path, keys: Keys
 ) -> None:
-    """The signed bytes are rebuilt here from the stored event with the standard library's
-    json, as README says, and pyca cryptography's own verify accepts the signature."""
+    """The signed bytes are rebuilt here from the stored body alone (no text) with the
+    standard library's json, as docs/spec/statements.md says, and pyca cryptography's own
+    verify accepts the signature."""
     held = quarantined_with_operator(poisoned, keys)
     with closing(open_log(poisoned, read_only=True)) as log:
         [row] = list(log.scan(after=held - 1, until=held))
@@ -442,9 +447,10 @@ def test_signatures_verify_with_cryptography_over_the_documented_bytes(
         "producer_task_id": stored["producer_task_id"],
         "run_id": stored["run_id"],
         "source_adapter": stored["source_adapter"],
+        "content_hash": stored["content_hash"],
         "payload": payload,
     }
-    message = b"factledger operator action v1\n" + json.dumps(
+    message = b"factledger operator action v2\n" + json.dumps(
         statement, separators=(",", ":"), ensure_ascii=False
     ).encode("utf-8")
     public = Ed25519PublicKey.from_public_bytes(keys("alice").public.raw)

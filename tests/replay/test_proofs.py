@@ -23,7 +23,7 @@ from eventlog import (
     StoredRow,
     open_log,
 )
-from eventlog.chain import leaf_hash
+from eventlog.chain import SHA256
 from eventlog.contract import fact, memory
 from replay import (
     Checkpoint,
@@ -37,7 +37,7 @@ from replay import (
     verify_inclusion,
 )
 from tests.eventlog.test_tampering import _raw, rewrite_with_chain_recomputed
-from tests.replay.test_merkle import ref_path
+from tests.replay.test_merkle import sha256_path
 
 SIZES = (0, 1, 5, 16, 17, 37)
 
@@ -76,8 +76,8 @@ def test_every_event_is_proven_in_every_checkpoint(
     rows = stored(path)
     for position in range(1, size + 1):
         proof = prove_inclusion(path, position, taken[size])
-        leaf = leaf_hash(rows[position - 1].body)
-        expected = [h.hex() for h in ref_path(position - 1, [r.body for r in rows[:size]])]
+        leaf = SHA256.leaf_hash(rows[position - 1].body)
+        expected = [h.hex() for h in sha256_path(position - 1, [r.body for r in rows[:size]])]
         assert (leaf.hex(), expected) == (proof.leaf_hash, list(proof.path))
         assert verify_inclusion(proof, leaf, taken[size])
 
@@ -93,8 +93,8 @@ def test_event_can_be_given_as_hash_hex_record_or_row(
     record = log.event_at(23)
     log.close()
     forms: list[bytes | str | RecordedEvent | StoredRow] = [
-        leaf_hash(row.body),
-        leaf_hash(row.body).hex(),
+        SHA256.leaf_hash(row.body),
+        SHA256.leaf_hash(row.body).hex(),
         record,
         row,
     ]
@@ -163,7 +163,7 @@ def test_inclusion_of_another_event_fails(history: tuple[Path, dict[int, Checkpo
     proof = prove_inclusion(path, 6, taken[37])
     other = stored(path)[7]
     assert [False] * 4 == [
-        verify_inclusion(proof, leaf_hash(other.body), taken[37]),
+        verify_inclusion(proof, SHA256.leaf_hash(other.body), taken[37]),
         verify_inclusion(proof, other, taken[37]),
         verify_inclusion(proof, other._replace(position=6), taken[37]),
         verify_inclusion(proof, b"short", taken[37]),
