@@ -17,6 +17,7 @@ from eventlog.codec import read_row
 from eventlog.errors import EventNotFoundError, InvalidTypeError
 from eventlog.events import RecordedEvent
 from eventlog.formats import LogFormat
+from eventlog.migration import Migration
 
 Fetch = Callable[[int, int, int], list[StoredRow]]
 
@@ -63,18 +64,40 @@ def stored_rows(
         yield from rows
 
 
+class Reading(NamedTuple):
+    """How a log's rows are read as events: its format, and its migration statement's
+    claims (`eventlog.migration`)."""
+
+    log_format: LogFormat
+    migration: Migration
+
+    def event(self, row: StoredRow, fetch: Fetch) -> RecordedEvent:
+        """The event `row` holds (`eventlog.codec.read_row`), its migration claims honoured
+        as the log's statement says; `fetch` reads the log (its position 1)."""
+        return self.honour(read_row(row, self.log_format), fetch)
+
+    def honour(self, record: RecordedEvent, fetch: Fetch) -> RecordedEvent:
+        """`record` as readers take it (`eventlog.migration.Migration.honour`)."""
+
+        def first() -> RecordedEvent | None:
+            rows = fetch(0, 1, 1)
+            return read_row(rows[0], self.log_format) if rows else None
+
+        return self.migration.honour(record, first)
+
+
 def decoded_events(
-    fetch: Fetch, log_format: LogFormat, after: int, last: int, limit: int | None = None
+    fetch: Fetch, reading: Reading, after: int, last: int, limit: int | None = None
 ) -> Iterator[RecordedEvent]:
     """Events after `after` up to `last`, at most `limit`, read from the rows
-    (`eventlog.codec.read_row`: a row this version cannot decode is `Unreadable`)."""
+    (`Reading.event`: a row this version cannot decode is `Unreadable`)."""
     for rows in _chunks(fetch, after, last, limit):
         for row in rows:
-            yield read_row(row, log_format)
+            yield reading.event(row, fetch)
 
 
 def lookup_event(
-    fetch: Fetch, log_format: LogFormat, position: object, last: int = MAX_POSITION
+    fetch: Fetch, reading: Reading, position: object, last: int = MAX_POSITION
 ) -> RecordedEvent:
     """The event at `position`, in one lookup; `EventNotFoundError` when none is stored there
     or it lies past `last` (the head a read is held to)."""
@@ -83,7 +106,7 @@ def lookup_event(
     if 1 <= position <= last:
         rows = fetch(position - 1, position, 1)
         if rows:
-            return read_row(rows[0], log_format)
+            return reading.event(rows[0], fetch)
     raise EventNotFoundError(position)
 
 

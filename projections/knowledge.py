@@ -35,6 +35,7 @@ from eventlog import (
     RecordedEvent,
     Unreadable,
 )
+from eventlog.events import LogMigrated
 from eventlog.signing import claims_of
 from projections import conflicts, sql_knowledge
 from projections.conflicts import Publication
@@ -122,6 +123,8 @@ class KnowledgeProjector:
                             _publish(writer, [approved], admitted=True)
                 case RecallRecorded():
                     pass  # receipts are the receipt and lineage projectors' to fold
+                case LogMigrated():
+                    pass  # a statement about the events after it (`eventlog.migration`)
                 case Unreadable():
                     pass  # a row this version cannot decode changes nothing
                 case _:

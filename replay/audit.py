@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hmac
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -41,6 +42,7 @@ from projections.internal import (
 )
 from replay.checkpoints import Checkpoint
 from replay.merkle import CompactRange
+from replay.migrate import previous_problem
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
@@ -99,10 +101,13 @@ def verify(
     checkpoint: Checkpoint | None = None,
     progress: Progress | None = None,
     deep: bool = False,
+    previous: str | os.PathLike[str] | None = None,
 ) -> AuditReport:
     """Re-hash every row of the log and report the first failure; with a `checkpoint`, also
     fail unless the log still extends it; with `deep`, also fail unless every projection in
-    the log's file equals the log refolded. Only reads."""
+    the log's file equals the log refolded; with `previous`, the format-v1 log file a
+    migration copied, also fail unless the log is its migration
+    (`replay.migrate.previous_problem`). Only reads."""
     _check_checkpoint(checkpoint)
     if progress is not None and not callable(progress):
         raise InvalidTypeError("progress must be callable as progress(done, total)")
@@ -128,6 +133,15 @@ def verify(
     tree_size = min(checkpoint.size, head) if checkpoint is not None else 0
     walked = _walk(event_log, report, tree_size, progress)
     verdict = _judge(report, walked, checkpoint, tree_size)
+    if verdict.ok and previous is not None:
+        problem = previous_problem(ledger, previous)
+        if problem is not None:
+            return report.failed(
+                verdict.head_position,
+                bytes.fromhex(verdict.head_chain_hash),
+                AuditProblem.PREVIOUS_LOG_MISMATCH,
+                problem,
+            )
     if not verdict.ok or not isinstance(event_log, SQLiteEventLog):
         return verdict
     return _held_to_read_model(event_log, verdict, deep=deep)

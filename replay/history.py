@@ -35,6 +35,7 @@ from eventlog import (
     Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position
+from eventlog.events import LogMigrated
 from eventlog.signing import authorization_of
 from projections.internal import (
     Identity,
@@ -324,6 +325,7 @@ def _actions(snap: LogSnapshot, model: Queryable, shown: set[int]) -> list[Opera
                 | ConflictPolicySet()
                 | FactApproved()
                 | FactRejected()
+                | LogMigrated()
                 | Unreadable()
             ):
                 continue
@@ -416,6 +418,7 @@ def _fold_noting_causes(
                     | OperatorAdded()
                     | OperatorRemoved()
                     | ConflictPolicySet()
+                    | LogMigrated()
                     | Unreadable()
                 ):
                     batch.append(record)

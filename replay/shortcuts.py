@@ -55,6 +55,7 @@ def verify(
     checkpoint: Checkpoint | None = None,
     progress: Progress | None = None,
     deep: bool = False,
+    previous: Target | None = None,
 ) -> AuditReport:
     """`Ledger.verify` on the log at `path_or_dsn`, opened read-only for this call. A file
     holding a log's remains, or none where `checkpoint` says one was, is reported as
@@ -64,7 +65,7 @@ def verify(
     except LogMissingError as missing:
         return log_missing(missing, checkpoint)
     with ledger:
-        return ledger.verify(checkpoint=checkpoint, progress=progress, deep=deep)
+        return ledger.verify(checkpoint=checkpoint, progress=progress, deep=deep, previous=previous)
 
 
 def rebuild(
