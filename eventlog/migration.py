@@ -23,6 +23,8 @@ from typing import NamedTuple, assert_never
 import msgspec
 from msgspec import UNSET
 
+from eventlog.backend import StoredRow
+from eventlog.codec import read_row
 from eventlog.events import (
     ConflictPolicySet,
     Exclusion,
@@ -43,6 +45,7 @@ from eventlog.events import (
     RecordedPayload,
     Unreadable,
 )
+from eventlog.formats import LogFormat
 from eventlog.signing import action_statement, authorization_of, key_id, strict_base64, verify
 
 NOT_VOUCHED = (
@@ -203,3 +206,29 @@ def _moved_exclusion(exclusion: Exclusion, by: int) -> Exclusion:
         position=exclusion.position + by,
         source=source if source is UNSET else source + by,
     )
+
+
+Fetch = Callable[[int, int, int], list[StoredRow]]
+"""Reads stored rows after a position up to another, at most a count (`eventlog.rows`)."""
+
+
+class Reading(NamedTuple):
+    """How a log's rows are read as events: its format, and its migration statement's
+    claims (`eventlog.migration`)."""
+
+    log_format: LogFormat
+    migration: Migration
+
+    def event(self, row: StoredRow, fetch: Fetch) -> RecordedEvent:
+        """The event `row` holds (`eventlog.codec.read_row`), its migration claims honoured
+        as the log's statement says; `fetch` reads the log (its position 1)."""
+        return self.honour(read_row(row, self.log_format), fetch)
+
+    def honour(self, record: RecordedEvent, fetch: Fetch) -> RecordedEvent:
+        """`record` as readers take it (`eventlog.migration.Migration.honour`)."""
+
+        def first() -> RecordedEvent | None:
+            rows = fetch(0, 1, 1)
+            return read_row(rows[0], self.log_format) if rows else None
+
+        return self.migration.honour(record, first)

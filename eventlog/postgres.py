@@ -51,9 +51,9 @@ from eventlog.errors import (
 from eventlog.events import NewEvent, RecordedEvent, Unreadable
 from eventlog.formats import CURRENT, MAX_TEXT_BYTES, LogFormat, format_named
 from eventlog.logs import get_logger
-from eventlog.migration import Migration
+from eventlog.migration import Migration, Reading
 from eventlog.postgres_schema import Roles
-from eventlog.rows import Reading, decoded_events, lookup_event, stored_row, stored_rows, window
+from eventlog.rows import decoded_events, lookup_event, stored_row, stored_rows, window
 
 log = get_logger("factledger.eventlog")
 T = TypeVar("T")

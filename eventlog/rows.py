@@ -13,13 +13,9 @@ from typing import NamedTuple
 
 from eventlog.backend import Row, StoredRow
 from eventlog.checks import MAX_POSITION, check_position
-from eventlog.codec import read_row
 from eventlog.errors import EventNotFoundError, InvalidTypeError
 from eventlog.events import RecordedEvent
-from eventlog.formats import LogFormat
-from eventlog.migration import Migration
-
-Fetch = Callable[[int, int, int], list[StoredRow]]
+from eventlog.migration import Fetch, Reading
 
 READ_CHUNK = 1024
 """Rows fetched per round trip: memory stays constant however long the read."""
@@ -62,28 +58,6 @@ def stored_rows(
     """Stored rows after `after` up to `last`, at most `limit`."""
     for rows in _chunks(fetch, after, last, limit):
         yield from rows
-
-
-class Reading(NamedTuple):
-    """How a log's rows are read as events: its format, and its migration statement's
-    claims (`eventlog.migration`)."""
-
-    log_format: LogFormat
-    migration: Migration
-
-    def event(self, row: StoredRow, fetch: Fetch) -> RecordedEvent:
-        """The event `row` holds (`eventlog.codec.read_row`), its migration claims honoured
-        as the log's statement says; `fetch` reads the log (its position 1)."""
-        return self.honour(read_row(row, self.log_format), fetch)
-
-    def honour(self, record: RecordedEvent, fetch: Fetch) -> RecordedEvent:
-        """`record` as readers take it (`eventlog.migration.Migration.honour`)."""
-
-        def first() -> RecordedEvent | None:
-            rows = fetch(0, 1, 1)
-            return read_row(rows[0], self.log_format) if rows else None
-
-        return self.migration.honour(record, first)
 
 
 def decoded_events(

@@ -34,9 +34,8 @@ from eventlog.errors import (
 from eventlog.events import NewEvent, RecordedEvent, Unreadable
 from eventlog.formats import CURRENT, MAX_TEXT_BYTES, LogFormat, format_named, marker
 from eventlog.logs import get_logger
-from eventlog.migration import Migration
+from eventlog.migration import Migration, Reading
 from eventlog.rows import (
-    Reading,
     decoded_events,
     lookup_event,
     stored_row,

@@ -44,8 +44,7 @@ from eventlog import (
 )
 from eventlog.checks import check_path, is_dsn
 from eventlog.logs import get_logger
-from eventlog.migration import Migration
-from eventlog.rows import Reading
+from eventlog.migration import Migration, Reading
 from eventlog.stored import LogUpTo, genesis_of
 from projections import sql
 from projections.database import CacheDatabase

@@ -138,16 +138,21 @@ def release_(session: Session, quarantine_position: int, reason: str, key: str |
     type=click.Path(dir_okay=False, path_type=Path),
     help="file to write (default: standard output)",
 )
+@click.option(
+    "--fields",
+    is_flag=True,
+    help="also copy each event's envelope fields (kind, time, writer) beside its body",
+)
 @click.pass_obj
-def export(session: Session, out: Path | None) -> int:
-    """Write the raw log as JSON Lines, verifiable offline."""
+def export(session: Session, out: Path | None, fields: bool) -> int:
+    """Write the raw log as JSON Lines, verifiable offline, each event once."""
     with session.ledger() as ledger:
         if out is None:
             with output.progress("exported") as progress:
-                ledger.export(sys.stdout, progress=progress)
+                ledger.export(sys.stdout, progress=progress, fields=fields)
             return EXIT_OK
         with replacing(out) as stream, output.progress("exported") as progress:
-            header = ledger.export(stream, progress=progress)
+            header = ledger.export(stream, progress=progress, fields=fields)
     session.emit(header, f"exported {header.events} events to {out}")
     return EXIT_OK
 

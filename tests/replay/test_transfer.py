@@ -28,32 +28,29 @@ def populated(db_path: Path) -> Path:
     return db_path
 
 
-def test_export_has_every_envelope_field_and_verifies_offline(
-    populated: Path, tmp_path: Path
-) -> None:
-    """Each line carries the envelope, chain hash and stored bytes; the chain re-verifies."""
+def test_export_holds_each_event_once_and_verifies_offline(populated: Path, tmp_path: Path) -> None:
+    """Each line holds the chained body, its chain hash and the text and salt beside it,
+    nothing twice; the envelope fields come only with `fields=True`, as a copy of the
+    body's; the chain re-verifies."""
     out = io.StringIO()
     with Ledger.open(populated) as ledger:
         header = ledger.export(out)
+        with_fields = io.StringIO()
+        ledger.export(with_fields, fields=True)
     lines = out.getvalue().splitlines()
     assert (EXPORT_FORMAT, 4) == (header.format, header.events)
     first = json.loads(lines[1])
-    assert {
-        "position",
-        "event_id",
-        "kind",
-        "ts_ns",
-        "producer_task_id",
-        "run_id",
-        "source_adapter",
-        "content_hash",
-        "chain_hash",
-        "payload",
-        "body",
-    } == set(first)
-    assert ("memory_added", "codex") == (first["kind"], first["source_adapter"])
+    assert {"body", "chain_hash", "text", "salt"} == set(first)
+    assert "naïve — 日本語 \x00 'quoted'" == first["text"]
+    assert '"content":""' in first["body"]
+    copied = json.loads(with_fields.getvalue().splitlines()[1])["fields"]
+    assert ("memory_added", "codex", 1) == (
+        copied["kind"],
+        copied["source_adapter"],
+        copied["position"],
+    )
     export = tmp_path / "log.jsonl"
-    assert 4 == readme_export_verifier(populated, export)(export)
+    assert 4 == len(readme_export_verifier(populated, export)(export))
 
 
 def test_offline_verification_catches_an_edited_export(populated: Path, tmp_path: Path) -> None:
@@ -62,7 +59,8 @@ def test_offline_verification_catches_an_edited_export(populated: Path, tmp_path
     verify_export = readme_export_verifier(populated, export)
     lines = export.read_text(encoding="utf-8").splitlines()
     event = json.loads(lines[2])
-    event["body"] = event["body"].replace('"v1"', '"v9"')
+    assert '"key":"users"' in event["body"]
+    event["body"] = event["body"].replace('"key":"users"', '"key":"admins"')
     lines[2] = json.dumps(event)
     export.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(AssertionError):
