@@ -45,6 +45,9 @@ class Problem(StrEnum):
     PREVIOUS_LOG_MISMATCH = "previous_log_mismatch"
 
 
+UNREADABLE = "unreadable"
+"""A `Finding`'s problem for a row this version cannot decode (the others: `mismatch`,
+`absent`, a text's state)."""
 MAX_LISTED = 100
 """Rows of each kind (unreadable, text problems) a walk names; it counts every one."""
 
@@ -162,7 +165,7 @@ class ChainWalker:
             )
         if isinstance(record.payload, Unreadable):
             self.unreadable += 1
-            self._note(record, "unreadable", record.payload.reason)
+            self._note(record, UNREADABLE, record.payload.reason)
         elif record.text_state != "intact":
             self.text_problems += 1
             self._note(record, record.text_state, _TEXT_PROBLEMS[record.text_state])
@@ -290,7 +293,7 @@ def verify_chain(log: EventLog) -> ChainReport:
             head_chain_hash=walker.chain_value.hex(),
             findings=tuple(walker.findings),
         )
-    text_problems = [f for f in walker.findings if f.problem != "unreadable"]
+    text_problems = [f for f in walker.findings if f.problem != UNREADABLE]
     return ChainReport(
         ok=walker.text_problems == 0,
         checked=walker.position,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
+import json
 from pathlib import Path
 
 import msgspec
@@ -19,12 +21,12 @@ from eventlog import (
 )
 from eventlog.chain import SHA256
 from eventlog.contract import fact, memory
-from replay import Checkpoint, NoteSignature, checkpoint
+from replay import Checkpoint, NoteSignature, checkpoint, export_log
 from replay.errors import KeyFileError, UnsignedCheckpointError
 from replay.keys import generate_key, read_operator_key
 from replay.proofs import Prover
 from tests.eventlog.test_tampering import _raw, edit_payload
-from tests.replay.test_merkle import ref_mth
+from tests.replay.test_merkle import sha256_mth
 
 LOG_ID = "00000000-0000-4000-8000-000000000000"
 ROOT = bytes(range(32))
@@ -38,11 +40,12 @@ def make_log(path: Path, count: int) -> None:
 
 
 def expected_head(path: Path) -> tuple[int, bytes, str]:
-    """Size, Merkle root and chain hash, computed independently from the stored rows."""
+    """Size, Merkle root and chain hash, computed independently (hashlib, RFC 6962) from the
+    stored rows."""
     log = open_log(path, read_only=True)
     try:
         bodies = [row.body for row in log.scan()]
-        return len(bodies), ref_mth(bodies), log.head().chain_hash
+        return len(bodies), sha256_mth(bodies), log.head().chain_hash
     finally:
         log.close()
 
@@ -83,6 +86,31 @@ def test_checkpoint_holds_size_root_and_chain_hash(tmp_path: Path, count: int) -
         taken.chain_hash,
     )
     log.close()
+
+
+def test_the_checkpoint_root_is_the_rfc_6962_head_of_the_exported_bodies(
+    tmp_path: Path,
+) -> None:
+    """An auditor holding only the export and the checkpoint recomputes the tree head with
+    hashlib (RFC 6962: leaves SHA-256(0x00 || body), nodes SHA-256(0x01 || l || r)) from the
+    exported bodies: it is the checkpoint's root, and its origin names format v2."""
+    path = tmp_path / "log.db"
+    make_log(path, 23)
+    taken = checkpoint(path)
+    out = io.StringIO()
+    export_log(path, out)
+    header, *events = [json.loads(line) for line in out.getvalue().splitlines()]
+    bodies = [event["body"].encode("utf-8") for event in events]
+
+    def head(leaves: list[bytes]) -> bytes:
+        if len(leaves) == 1:
+            return hashlib.sha256(b"\x00" + leaves[0]).digest()
+        k = 1 << ((len(leaves) - 1).bit_length() - 1)
+        return hashlib.sha256(b"\x01" + head(leaves[:k]) + head(leaves[k:])).digest()
+
+    assert (23, 23) == (header["events"], taken.size)
+    assert base64.b64encode(head(bodies)).decode() == str(taken).splitlines()[2]
+    assert str(taken).startswith(f"factledger/v2/{header['log_id']}\n")
 
 
 def test_checkpoint_of_empty_log_is_the_empty_tree_at_the_genesis(tmp_path: Path) -> None:
@@ -141,9 +169,12 @@ def test_checkpoint_refuses_a_path_of_the_wrong_type() -> None:
 
 
 def test_text_form_is_four_lines() -> None:
-    """Origin, size, base64 root, chain hash: each on its own line."""
-    expected = f"factledger/{LOG_ID}\n7\n{base64.b64encode(ROOT).decode()}\nchain {CHAIN}\n"
-    assert expected == str(sample())
+    """Origin (naming format v2), size, base64 root, chain hash: each on its own line; a v1
+    log's origin has no `v2/`, and each parses back to its format."""
+    rest = f"7\n{base64.b64encode(ROOT).decode()}\nchain {CHAIN}\n"
+    assert f"factledger/v2/{LOG_ID}\n{rest}" == str(sample())
+    assert f"factledger/{LOG_ID}\n{rest}" == str(sample(format=1))
+    assert [2, 1] == [Checkpoint.parse(str(sample(format=v))).format for v in (2, 1)]
 
 
 def test_text_round_trip_unsigned_and_signed(key_path: Path) -> None:
@@ -174,7 +205,8 @@ SIG_LINE = "\N{EM DASH} operator " + base64.b64encode(bytes(68)).decode()
         pytest.param(GOOD.replace("\n", "\r\n"), id="CRLF"),
         pytest.param(GOOD + "extra\n", id="five lines"),
         pytest.param(GOOD.replace("factledger/", "other/"), id="wrong origin"),
-        pytest.param(GOOD.replace("factledger/" + LOG_ID, "factledger/"), id="empty log id"),
+        pytest.param(GOOD.replace("factledger/v2/" + LOG_ID, "factledger/v2/"), id="empty log id"),
+        pytest.param(GOOD.replace("factledger/v2/" + LOG_ID, "factledger/"), id="empty v1 log id"),
         pytest.param(GOOD.replace("\n7\n", "\n07\n"), id="leading zero"),
         pytest.param(GOOD.replace("\n7\n", "\n-7\n"), id="negative size"),
         pytest.param(GOOD.replace("\n7\n", "\n+7\n"), id="signed size"),

@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
+import blake3
 import pytest
 
 from eventlog import StorageError
@@ -53,14 +55,22 @@ def test_export_holds_each_event_once_and_verifies_offline(populated: Path, tmp_
     assert 4 == len(readme_export_verifier(populated, export)(export))
 
 
-def test_offline_verification_catches_an_edited_export(populated: Path, tmp_path: Path) -> None:
-    """Changing one stored byte in an export breaks README's offline check."""
+@pytest.mark.parametrize(
+    ("field", "old", "new"),
+    [("body", '"users"', '"admin"'), ("salt", "", ""), ("text", "v1", "v9")],
+)
+def test_offline_verification_catches_an_edited_export(
+    populated: Path, tmp_path: Path, field: str, old: str, new: str
+) -> None:
+    """Changing one chained byte, the salt, or the text in an export breaks the documented
+    offline check (the text is held to the salted hash)."""
     export = tmp_path / "log.jsonl"
     verify_export = readme_export_verifier(populated, export)
     lines = export.read_text(encoding="utf-8").splitlines()
     event = json.loads(lines[2])
-    assert '"key":"users"' in event["body"]
-    event["body"] = event["body"].replace('"key":"users"', '"key":"admins"')
+    edited = event[field].replace(old, new, 1) if old else event[field][::-1]
+    assert edited != event[field]
+    event[field] = edited
     lines[2] = json.dumps(event)
     export.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(AssertionError):
@@ -106,6 +116,31 @@ def test_import_legacy_from_another_file_once(
     assert sorted(r[:10] for r in ROWS) == sorted(
         sqlite3.connect(source).execute("SELECT * FROM memory").fetchall()
     )
+
+
+def test_imports_are_recognised_by_claimed_identity_never_by_their_text(
+    db_path: Path, tmp_path: Path, ledger: Ledger
+) -> None:
+    """What an import is recognised by again holds no hash of the text (an unsalted one
+    would confirm a guessed secret): a row with the same claimed identity and another text
+    counts as imported; the same text under another id is a new row."""
+    source = tmp_path / "old" / "memory.db"
+    legacy_file(source, ROWS)
+    ledger.import_legacy(source)
+    with closing(sqlite3.connect(db_path)) as raw:
+        kept = raw.execute("SELECT identity FROM fl_import").fetchall()
+    texts = [str(row[2]) for row in ROWS]
+    assert len(ROWS) == len(kept)
+    for (identity,) in kept:
+        assert "blake3" not in identity and not any(text in identity for text in texts)
+        for text in texts:
+            assert blake3.blake3(text.encode()).hexdigest() not in identity
+    edited = tmp_path / "edited" / "memory.db"
+    legacy_file(edited, [(*ROWS[0][:2], "another text", *ROWS[0][3:]), ROWS[1]])
+    assert 0 == ledger.import_legacy(edited).imported
+    moved = tmp_path / "moved" / "memory.db"
+    legacy_file(moved, [(99, *ROWS[0][1:])])
+    assert 1 == ledger.import_legacy(moved).imported
 
 
 def test_import_legacy_of_a_missing_file_is_a_clear_error(
