@@ -51,6 +51,7 @@ TABLES = (
     "fl_operator",
     "fl_unauthorized",
     "fl_import",
+    "fl_unreadable",
     "fl_conflict_policy",
     "fl_fact_held",
     "fl_receipt",
