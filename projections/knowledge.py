@@ -66,7 +66,7 @@ class KnowledgeProjector:
     Signatures cover the log's id, so the projector is made for one log."""
 
     name = "knowledge"
-    version = 7
+    version = 8
     tables = sql_knowledge.KNOWLEDGE_TABLES + sql_knowledge.CONFLICT_TABLES
 
     def __init__(self, log_id: str) -> None:
@@ -124,7 +124,9 @@ class KnowledgeProjector:
                 case RecallRecorded():
                     pass  # receipts are the receipt and lineage projectors' to fold
                 case LogMigrated():
-                    pass  # a statement about the events after it (`eventlog.migration`)
+                    # What it vouches for is read where it is (`eventlog.migration`); here
+                    # an unsigned one in a log with operators is recorded as refused.
+                    self._authority.permits(writer, record)
                 case Unreadable():  # changes nothing; named so that history can say so
                     writer.execute(
                         sql_knowledge.UNREADABLE_INSERT,
