@@ -39,7 +39,7 @@ from eventlog import (
     TrustSettings,
     verify_chain,
 )
-from eventlog.events import Exclusion
+from eventlog.events import Exclusion, LogMigrated
 from eventlog.formats import CURRENT
 from eventlog.rows import READ_CHUNK
 
@@ -96,6 +96,17 @@ EVERY_KIND = [
     NewEvent(payload=ConflictPolicySet(tag="api", on_conflict="hold", scope="project")),
     NewEvent(payload=FactApproved(position=2)),
     NewEvent(payload=FactRejected(position=2, reason="contested")),
+    NewEvent(
+        payload=LogMigrated(
+            previous_log_id="00000000-0000-4000-8000-000000000000",
+            previous_format=1,
+            previous_size=0,
+            previous_head_chain_hash="0" * 64,
+            name="ops",
+            key_id="0a1b2c3d",
+            public_key="A" * 43 + "=",
+        )
+    ),
 ]
 
 
@@ -144,6 +155,7 @@ class LogContract:
             "conflict_policy_set",
             "fact_approved",
             "fact_rejected",
+            "log_migrated",
         ] == [r.kind for r in read]
         assert ("run-1", "codex") == (read[1].run_id, read[1].source_adapter)
 
@@ -359,7 +371,7 @@ class LogContract:
             assert recorded[0] == tx.event_at(1)
         assert added == log.event_at(added.position)
 
-    @pytest.mark.parametrize("position", [0, -1, 14, 2**63, 2**64])
+    @pytest.mark.parametrize("position", [0, -1, 15, 2**63, 2**64])
     def test_event_at_a_position_holding_no_event_is_not_found(
         self, log: EventLog, position: int
     ) -> None:

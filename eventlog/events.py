@@ -16,6 +16,24 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 
+class MigrationClaims(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What an event copied by a migration was in the log it came from: its log, position,
+    id, writer and time there, and, for an event an operator signed, its content hash there
+    (the v1 signature covers it). Claims, kept as written; readers take them as the event's
+    provenance only under the log's signed migration statement."""
+
+    log_id: str
+    position: int
+    event_id: str
+    ts_ns: int
+    producer_task_id: str
+    run_id: str | None
+    source_adapter: str | None
+    content_hash: str | None = None
+    """Only for a signed event: a v1 content hash is unkeyed BLAKE3 over the text, so kept
+    in the chain for every event it would let anyone confirm a guessed text forever."""
+
+
 class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     """Base of every event payload. The struct tag is the event's kind."""
 
@@ -27,6 +45,11 @@ class Payload(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     operator_fields: ClassVar[tuple[str, ...]] = ()
     """Fields that make an event of this kind an operator action when set (an import's
     `claims`)."""
+
+    migrated: MigrationClaims | UnsetType = UNSET
+    """Set on an event copied from a format-v1 log by `factledger migrate`: what the
+    original event said about itself. Honoured only within the range the log's migration
+    statement (`LogMigrated`, at position 1) vouches for (`eventlog.migration`)."""
 
     @property
     def kind(self) -> str:
@@ -252,6 +275,25 @@ class FactRejected(Payload, tag="fact_rejected", frozen=True, kw_only=True):
     authorization: Authorization | UnsetType = UNSET
 
 
+class LogMigrated(Payload, tag="log_migrated", frozen=True, kw_only=True):
+    """The first event of a log made by `factledger migrate`: an operator's signed statement
+    that the events after it, up to position `previous_size + 1`, are the events of the
+    format-v1 log `previous_log_id` (whose head chain value was `previous_head_chain_hash`),
+    in order. Signed by the key it names, which was an operator key of that log."""
+
+    operator_only: ClassVar[bool] = True
+
+    previous_log_id: str
+    previous_format: int
+    previous_size: int
+    previous_head_chain_hash: str
+    name: str
+    key_id: str
+    public_key: str
+    """The signing key's 32-byte Ed25519 public key, in standard base64."""
+    authorization: Authorization | UnsetType = UNSET
+
+
 EventPayload = (
     MemoryAdded
     | MemoryRemoved
@@ -265,6 +307,7 @@ EventPayload = (
     | ConflictPolicySet
     | FactApproved
     | FactRejected
+    | LogMigrated
 )
 """Every event kind the log can hold."""
 
@@ -281,6 +324,7 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
     ConflictPolicySet,
     FactApproved,
     FactRejected,
+    LogMigrated,
 )
 
 

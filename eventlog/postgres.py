@@ -28,6 +28,7 @@ from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, TypeVar
 
 import psycopg
+from msgspec import UNSET
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
@@ -50,6 +51,7 @@ from eventlog.errors import (
 from eventlog.events import NewEvent, RecordedEvent, Unreadable
 from eventlog.formats import CURRENT, MAX_TEXT_BYTES, LogFormat, format_named
 from eventlog.logs import get_logger
+from eventlog.migration import Migration, Reading
 from eventlog.postgres_schema import Roles
 from eventlog.rows import decoded_events, lookup_event, stored_row, stored_rows, window
 
@@ -261,6 +263,7 @@ class PostgresEventLog:
             self.close()
             raise
         self._genesis = self._format.chain.genesis(self._log_id)
+        self._reading = Reading(self._format, Migration(self._log_id))
 
     # -- connections ---------------------------------------------------------------------
 
@@ -516,11 +519,11 @@ class PostgresEventLog:
         handle only while a chunk is fetched."""
         span = window(after, until, limit)
         last = span.until if span.until is not None else self.head().position
-        return decoded_events(self._fetch, self._format, span.after, last, span.limit)
+        return decoded_events(self._fetch, self._reading, span.after, last, span.limit)
 
     def event_at(self, position: int) -> RecordedEvent:
         """The event at `position`, in one round trip (`LogSnapshot.event_at`)."""
-        return lookup_event(self._fetch, self._format, position)
+        return lookup_event(self._fetch, self._reading, position)
 
     def scan(
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
@@ -634,7 +637,7 @@ class _Snapshot:
         head = self.head().position
         last = head if span.until is None else min(span.until, head)
         return decoded_events(
-            self._owner._fetch, self._owner.log_format, span.after, last, span.limit
+            self._owner._fetch, self._owner._reading, span.after, last, span.limit
         )
 
     def event_at(self, position: int) -> RecordedEvent:
@@ -643,9 +646,9 @@ class _Snapshot:
         answer holds for the rest of this read."""
         if self._head is None:
             with contextlib.suppress(EventNotFoundError):
-                return lookup_event(self._owner._fetch, self._owner.log_format, position)
+                return lookup_event(self._owner._fetch, self._owner._reading, position)
         return lookup_event(
-            self._owner._fetch, self._owner.log_format, position, self.head().position
+            self._owner._fetch, self._owner._reading, position, self.head().position
         )
 
 
@@ -673,11 +676,11 @@ class _Transaction:
         span = window(after, until, limit)
         last = span.until if span.until is not None else self.head().position
         return decoded_events(
-            self._guarded_fetch, self._owner.log_format, span.after, last, span.limit
+            self._guarded_fetch, self._owner._reading, span.after, last, span.limit
         )
 
     def event_at(self, position: int) -> RecordedEvent:
-        return lookup_event(self._guarded_fetch, self._owner.log_format, position)
+        return lookup_event(self._guarded_fetch, self._owner._reading, position)
 
     def _guarded_fetch(self, after: int, last: int, count: int) -> list[StoredRow]:
         return self.guard(lambda: self.fetch(after, last, count), "read")
@@ -773,7 +776,13 @@ class _Transaction:
         self._pending.extend(new_rows)
         self._written.extend(sealed.record.event_id for sealed in new_rows)
         self._head = (position, previous)
-        return records
+        return [self._as_read(record) for record in records]
+
+    def _as_read(self, record: RecordedEvent) -> RecordedEvent:
+        """An appended event as readers take it (its migration claims honoured or not)."""
+        if record.payload.migrated is UNSET:
+            return record
+        return self._owner._reading.honour(record, self._guarded_fetch)
 
     def _recorded(self, row: Row, item: Prepared) -> RecordedEvent:
         """The recorded event a retry refers to; a different event under its id is a

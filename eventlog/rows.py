@@ -13,12 +13,9 @@ from typing import NamedTuple
 
 from eventlog.backend import Row, StoredRow
 from eventlog.checks import MAX_POSITION, check_position
-from eventlog.codec import read_row
 from eventlog.errors import EventNotFoundError, InvalidTypeError
 from eventlog.events import RecordedEvent
-from eventlog.formats import LogFormat
-
-Fetch = Callable[[int, int, int], list[StoredRow]]
+from eventlog.migration import Fetch, Reading
 
 READ_CHUNK = 1024
 """Rows fetched per round trip: memory stays constant however long the read."""
@@ -64,17 +61,17 @@ def stored_rows(
 
 
 def decoded_events(
-    fetch: Fetch, log_format: LogFormat, after: int, last: int, limit: int | None = None
+    fetch: Fetch, reading: Reading, after: int, last: int, limit: int | None = None
 ) -> Iterator[RecordedEvent]:
     """Events after `after` up to `last`, at most `limit`, read from the rows
-    (`eventlog.codec.read_row`: a row this version cannot decode is `Unreadable`)."""
+    (`Reading.event`: a row this version cannot decode is `Unreadable`)."""
     for rows in _chunks(fetch, after, last, limit):
         for row in rows:
-            yield read_row(row, log_format)
+            yield reading.event(row, fetch)
 
 
 def lookup_event(
-    fetch: Fetch, log_format: LogFormat, position: object, last: int = MAX_POSITION
+    fetch: Fetch, reading: Reading, position: object, last: int = MAX_POSITION
 ) -> RecordedEvent:
     """The event at `position`, in one lookup; `EventNotFoundError` when none is stored there
     or it lies past `last` (the head a read is held to)."""
@@ -83,7 +80,7 @@ def lookup_event(
     if 1 <= position <= last:
         rows = fetch(position - 1, position, 1)
         if rows:
-            return read_row(rows[0], log_format)
+            return reading.event(rows[0], fetch)
     raise EventNotFoundError(position)
 
 

@@ -13,6 +13,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
+from msgspec import UNSET
+
 from eventlog.backend import Durability, Head, StoredRow
 from eventlog.checks import (
     MAX_CONTENT_BYTES,
@@ -33,7 +35,14 @@ from eventlog.errors import (
 from eventlog.events import NewEvent, RecordedEvent, Unreadable
 from eventlog.formats import CURRENT, MAX_TEXT_BYTES, LogFormat, format_named, marker
 from eventlog.logs import get_logger
-from eventlog.rows import decoded_events, lookup_event, stored_row, stored_rows, window
+from eventlog.migration import Migration, Reading
+from eventlog.rows import (
+    decoded_events,
+    lookup_event,
+    stored_row,
+    stored_rows,
+    window,
+)
 
 log = get_logger("factledger.eventlog")
 T = TypeVar("T")
@@ -215,6 +224,7 @@ class SQLiteEventLog:
             self._conn.close()
             raise
         self._genesis = self._format.chain.genesis(self._log_id)
+        self._reading = Reading(self._format, Migration(self._log_id))
 
     def _set_format(self, log_format: LogFormat) -> None:
         self._format = log_format
@@ -448,11 +458,11 @@ class SQLiteEventLog:
         """
         span = window(after, until, limit)
         last = span.until if span.until is not None else self.head().position
-        return decoded_events(self._fetch, self._format, span.after, last, span.limit)
+        return decoded_events(self._fetch, self._reading, span.after, last, span.limit)
 
     def event_at(self, position: int) -> RecordedEvent:
         """The event at `position`, in one lookup (`LogSnapshot.event_at`)."""
-        return lookup_event(self._fetch, self._format, position)
+        return lookup_event(self._fetch, self._reading, position)
 
     def scan(
         self, *, after: int = 0, until: int | None = None, limit: int | None = None
@@ -580,10 +590,10 @@ class _Snapshot:
     ) -> Iterator[RecordedEvent]:
         span = window(after, until, limit)
         last = span.until if span.until is not None else self._head_raw()[0]
-        return decoded_events(self._fetch, self._owner.log_format, span.after, last, span.limit)
+        return decoded_events(self._fetch, self._owner._reading, span.after, last, span.limit)
 
     def event_at(self, position: int) -> RecordedEvent:
-        return lookup_event(self._fetch, self._owner.log_format, position)
+        return lookup_event(self._fetch, self._owner._reading, position)
 
     def _fetch(self, after: int, last: int, count: int) -> list[StoredRow]:
         return self._run(lambda: self._owner._rows(self._conn, after, last, count), "read")
@@ -651,7 +661,13 @@ class _Transaction(_Snapshot):
 
             self._run(insert, "append to")
         self._head = (position, previous)
-        return records
+        return [self._as_read(record) for record in records]
+
+    def _as_read(self, record: RecordedEvent) -> RecordedEvent:
+        """An appended event as readers take it (its migration claims honoured or not)."""
+        if record.payload.migrated is UNSET:
+            return record
+        return self._owner._reading.honour(record, self._fetch)
 
     def _refuse_stray_content(self, first: int) -> None:
         """Refuse to write at `first` when a text is already stored there or later."""

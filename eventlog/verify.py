@@ -28,7 +28,9 @@ class Problem(StrEnum):
     """What verification found wrong: a row that fails the walk (the first five); held to a
     checkpoint taken earlier (`replay.verify`), the log as a whole (the next three); a file
     that holds the remains of a log, or none where a checkpoint says there was one
-    (`log_missing`); or a read model the log does not bear out (`read_model_drift`)."""
+    (`log_missing`); a read model the log does not bear out (`read_model_drift`); or a
+    migrated log that is not a copy of the v1 log file it is held to
+    (`previous_log_mismatch`)."""
 
     ROW_MISSING = "row_missing"
     ROWS_REORDERED = "rows_reordered"
@@ -40,6 +42,7 @@ class Problem(StrEnum):
     HISTORY_REWRITTEN = "history_rewritten"
     LOG_MISSING = "log_missing"
     READ_MODEL_DRIFT = "read_model_drift"
+    PREVIOUS_LOG_MISMATCH = "previous_log_mismatch"
 
 
 UNREADABLE = "unreadable"

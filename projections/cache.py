@@ -41,10 +41,10 @@ from eventlog import (
     StorageError,
     StoredRow,
     chain_at,
-    read_row,
 )
 from eventlog.checks import check_path, is_dsn
 from eventlog.logs import get_logger
+from eventlog.migration import Migration, Reading
 from eventlog.stored import LogUpTo, genesis_of
 from projections import sql
 from projections.database import CacheDatabase
@@ -485,10 +485,15 @@ def linked_events(
         )
     log_format = event_log.log_format
     walker = ChainWalker(log_format, chain_value, position=start.position)
+    reading = Reading(log_format, Migration(event_log.log_id))
+
+    def fetch(after: int, last: int, count: int) -> list[StoredRow]:
+        return list(event_log.scan(after=after, until=last, limit=count))
+
     for chunk in _chunks(rows):
         walker.walk(chunk)
         for row in chunk:
-            yield read_row(row, log_format)
+            yield reading.event(row, fetch)
 
 
 def _chunks(rows: Iterator[StoredRow]) -> Iterator[list[StoredRow]]:

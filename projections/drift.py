@@ -37,6 +37,7 @@ from eventlog import (
     RecordedEvent,
     Unreadable,
 )
+from eventlog.events import LogMigrated
 from eventlog.logs import get_logger
 from eventlog.signing import authorization_of, claims_of, is_unsigned_import
 from projections import sql_reads
@@ -82,6 +83,7 @@ def entry_problems(entry: MemoryEntry, record: RecordedEvent | None) -> tuple[st
             | ConflictPolicySet()
             | FactApproved()
             | FactRejected()
+            | LogMigrated()
             | Unreadable()
         ):
             return ("event",)

@@ -35,6 +35,7 @@ from eventlog import (
     RecordedEvent,
     Unreadable,
 )
+from eventlog.events import LogMigrated
 from eventlog.signing import claims_of
 from projections import conflicts, sql_knowledge
 from projections.conflicts import Publication
@@ -65,7 +66,7 @@ class KnowledgeProjector:
     Signatures cover the log's id, so the projector is made for one log."""
 
     name = "knowledge"
-    version = 7
+    version = 8
     tables = sql_knowledge.KNOWLEDGE_TABLES + sql_knowledge.CONFLICT_TABLES
 
     def __init__(self, log_id: str) -> None:
@@ -122,6 +123,10 @@ class KnowledgeProjector:
                             _publish(writer, [approved], admitted=True)
                 case RecallRecorded():
                     pass  # receipts are the receipt and lineage projectors' to fold
+                case LogMigrated():
+                    # What it vouches for is read where it is (`eventlog.migration`); here
+                    # an unsigned one in a log with operators is recorded as refused.
+                    self._authority.permits(writer, record)
                 case Unreadable():  # changes nothing; named so that history can say so
                     writer.execute(
                         sql_knowledge.UNREADABLE_INSERT,

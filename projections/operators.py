@@ -23,6 +23,7 @@ from eventlog import (
 )
 from eventlog.checks import check_actor
 from eventlog.events import RecordedPayload
+from eventlog.migration import original_statement
 from eventlog.signing import (
     PUBLIC_KEY_SIZE,
     action_statement,
@@ -158,8 +159,11 @@ class Authority:
         return None
 
     def statement(self, record: RecordedEvent) -> bytes:
-        """The bytes `record`'s signature must cover."""
-        return statement_of(self.log_id, record, record.payload)
+        """The bytes `record`'s signature must cover: for an event a migration copied (which
+        readers see only where the log's migration statement vouches for it), what the
+        operator signed in the log it came from."""
+        original = original_statement(record)
+        return statement_of(self.log_id, record, record.payload) if original is None else original
 
     def _accepted(self, writer: TableWriter, record: RecordedEvent, problem: str | None) -> bool:
         if problem is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hmac
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -42,6 +43,7 @@ from projections.internal import (
 )
 from replay.checkpoints import Checkpoint
 from replay.merkle import CompactRange
+from replay.migrate import previous_problem
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
@@ -108,10 +110,13 @@ def verify(
     progress: Progress | None = None,
     deep: bool = False,
     phase: Phase | None = None,
+    previous: str | os.PathLike[str] | None = None,
 ) -> AuditReport:
     """Re-hash every row of the log and report the first failure; with a `checkpoint`, also
     fail unless the log still extends it; with `deep`, also fail unless every projection in
-    the log's file equals the log refolded. Only reads. `progress(done, total)` reports each
+    the log's file equals the log refolded; with `previous`, the format-v1 log file a
+    migration copied, also fail unless the log is its migration
+    (`replay.migrate.previous_problem`). Only reads. `progress(done, total)` reports each
     phase's work, `phase(name)` the start of each after the first (with `deep`:
     'refolding', then 'comparing')."""
     _check_checkpoint(checkpoint)
@@ -143,6 +148,15 @@ def verify(
     verdict = msgspec.structs.replace(
         _judge(report, walked, checkpoint, tree_size), findings=walked.findings
     )
+    if verdict.ok and previous is not None:
+        problem = previous_problem(ledger, previous)
+        if problem is not None:
+            return report.failed(
+                verdict.head_position,
+                bytes.fromhex(verdict.head_chain_hash),
+                AuditProblem.PREVIOUS_LOG_MISMATCH,
+                problem,
+            )
     if not verdict.ok or not isinstance(event_log, SQLiteEventLog):
         return verdict
     return _held_to_read_model(event_log, verdict, deep=deep, progress=progress, phase=phase)

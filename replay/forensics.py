@@ -26,7 +26,7 @@ from eventlog import (
     Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
-from eventlog.events import RecordedPayload
+from eventlog.events import LogMigrated, RecordedPayload
 from eventlog.signing import authorization_of, claims_of
 from projections.internal import (
     conflicts,
@@ -335,6 +335,11 @@ def event_subject(payload: RecordedPayload) -> str | None:
             return f"approval of the held version at {payload.position}"
         case FactRejected():
             return f"rejection of the held version at {payload.position}"
+        case LogMigrated():
+            return (
+                f"migration of the {payload.previous_size} events of log "
+                f"{payload.previous_log_id}, signed by {payload.key_id} ({payload.name})"
+            )
         case Unreadable():
             return "unreadable row: " + payload.reason
         case _:

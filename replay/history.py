@@ -35,6 +35,7 @@ from eventlog import (
     Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position
+from eventlog.events import LogMigrated
 from eventlog.signing import authorization_of
 from projections.internal import (
     Identity,
@@ -351,6 +352,7 @@ def _actions(snap: LogSnapshot, model: Queryable, shown: set[int]) -> list[Opera
                 | ConflictPolicySet()
                 | FactApproved()
                 | FactRejected()
+                | LogMigrated()
                 | Unreadable()
             ):
                 continue
@@ -443,6 +445,7 @@ def _fold_noting_causes(
                     | OperatorAdded()
                     | OperatorRemoved()
                     | ConflictPolicySet()
+                    | LogMigrated()
                     | Unreadable()
                 ):
                     batch.append(record)

@@ -41,6 +41,7 @@ from replay.forensics import blast_radius
 from replay.history import blame, diff, history
 from replay.keys import KeySource
 from replay.lineage import lineage
+from replay.migrate import migrate
 from replay.operators import add_operator, list_operators, remove_operator
 from replay.proofs import ConsistencyProof, InclusionProof, Prover
 from replay.quarantine import quarantine, release
@@ -226,6 +227,7 @@ class Ledger:
     approve = operator_action(approve)
     reject = operator_action(reject)
     import_legacy = operator_action(import_legacy)
+    migrate = migrate
 
     # -- lifetime ----------------------------------------------------------------------------
 

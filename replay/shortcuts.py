@@ -56,6 +56,7 @@ def verify(
     progress: Progress | None = None,
     deep: bool = False,
     phase: Phase | None = None,
+    previous: Target | None = None,
 ) -> AuditReport:
     """`Ledger.verify` on the log at `path_or_dsn`, opened read-only for this call. A file
     holding a log's remains, or none where `checkpoint` says one was, is reported as
@@ -65,7 +66,9 @@ def verify(
     except LogMissingError as missing:
         return log_missing(missing, checkpoint)
     with ledger:
-        return ledger.verify(checkpoint=checkpoint, progress=progress, deep=deep, phase=phase)
+        return ledger.verify(
+            checkpoint=checkpoint, progress=progress, deep=deep, phase=phase, previous=previous
+        )
 
 
 def rebuild(

@@ -1,9 +1,10 @@
 """Moving history out and in: the raw log as JSON Lines, and legacy databases as events.
 
-Export format (`factledger-export/1`): the first line is a header naming the log id and the
-genesis context; each further line is one event with every envelope field, its chain hash,
-and `body`, the exact stored bytes the chain covers. Only `body` is hashed: every other field
-is a copy of it, which a verifier holds to it (README, "Verifying an export offline").
+Export format (`factledger-export/2`, docs/spec/export.md): the first line is a header naming
+the log id, its format and the genesis domain; each further line is one event, once: `body`,
+the exact stored bytes the chain covers, its chain hash and, in format 2, its text and salt
+beside it. The envelope fields (kind, time, writer) are in `body`; `fields=True` adds a copy
+of them for reading, which a verifier holds to `body`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from eventlog import MemoryAdded, NewEvent, read_row
+from eventlog import MemoryAdded, NewEvent, RecordedEvent, read_row
 from eventlog.chain import GENESIS_CONTEXT, GENESIS_DOMAIN
 from projections.internal import (
     LegacyFile,
@@ -48,8 +49,9 @@ class ExportHeader(msgspec.Struct, frozen=True, kw_only=True):
     head_chain_hash: str
 
 
-class ExportedEvent(msgspec.Struct, frozen=True, kw_only=True):
-    """One line of an export: the envelope, the chain hash and the stored bytes."""
+class EventFields(msgspec.Struct, frozen=True, kw_only=True):
+    """A copy of an event's envelope fields, for reading (`export(fields=True)`): each is
+    what `body` holds."""
 
     position: int
     event_id: str
@@ -58,16 +60,21 @@ class ExportedEvent(msgspec.Struct, frozen=True, kw_only=True):
     producer_task_id: str
     run_id: str | None
     source_adapter: str | None
-    content_hash: str
-    chain_hash: str
-    payload: msgspec.Raw
-    """The payload as read, its text included when it matches `content_hash`."""
+
+
+class ExportedEvent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One line of an export: the chained bytes, the chain hash, and the text beside them."""
+
     body: str
-    """The chained bytes (in v2, without the text), as UTF-8 (invalid bytes replaced)."""
-    leaf_hash: str
+    """The chained bytes as UTF-8 (invalid bytes replaced): in format 2 without the text."""
+    chain_hash: str
+    text: str | None = None
+    """Format 2: the text `content_hash` is keyed over, when intact (none for kinds
+    without one, or when not intact)."""
     salt: str | None = None
-    """Format v2: the hex salt keying `content_hash` (None when no text is stored)."""
+    """Format 2: the hex salt keying `content_hash` (none when no text is stored)."""
     text_state: str = "intact"
+    fields: EventFields | None = None
 
 
 class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,8 +96,15 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
 _ENCODER = msgspec.json.Encoder()
 
 
-def export_log(ledger: Ledger, out: TextIO, *, progress: Progress | None = None) -> ExportHeader:
-    """Write the whole log to `out` as JSON Lines (streaming; the log is only read)."""
+def export_log(
+    ledger: Ledger,
+    out: TextIO,
+    *,
+    progress: Progress | None = None,
+    fields: bool = False,
+) -> ExportHeader:
+    """Write the whole log to `out` as JSON Lines (streaming; the log is only read), each
+    event once; with `fields`, each line also copies its envelope fields for reading."""
     log = ledger.event_log
     head = log.head()
     header = ExportHeader(
@@ -105,27 +119,36 @@ def export_log(ledger: Ledger, out: TextIO, *, progress: Progress | None = None)
     )
     out.write(_ENCODER.encode(header).decode() + "\n")
     for row in log.scan(until=head.position):
-        record = read_row(row, log.log_format)
+        record = read_row(row, log.log_format) if fields or row.salt is not None else None
+        intact = record is not None and record.text_state == "intact"
         line = ExportedEvent(
-            position=record.position,
-            event_id=record.event_id,
-            kind=record.kind,
-            ts_ns=record.ts_ns,
-            producer_task_id=record.producer_task_id,
-            run_id=record.run_id,
-            source_adapter=record.source_adapter,
-            content_hash=record.content_hash,
-            chain_hash=record.chain_hash,
-            payload=msgspec.Raw(_ENCODER.encode(record.payload)),
             body=row.body.decode("utf-8", "replace"),
-            leaf_hash=(row.leaf or log.log_format.chain.leaf_hash(row.body)).hex(),
+            chain_hash=row.chain_hash.hex(),
+            text=(
+                row.text.decode("utf-8", "replace")
+                if intact and row.text and row.salt is not None
+                else None
+            ),
             salt=None if row.salt is None else row.salt.hex(),
-            text_state=record.text_state,
+            text_state="intact" if record is None else record.text_state,
+            fields=None if not fields or record is None else _fields(record),
         )
         out.write(_ENCODER.encode(line).decode() + "\n")
         if progress is not None:
             progress(row.position, head.position)
     return header
+
+
+def _fields(record: RecordedEvent) -> EventFields:
+    return EventFields(
+        position=record.position,
+        event_id=record.event_id,
+        kind=record.kind,
+        ts_ns=record.ts_ns,
+        producer_task_id=record.producer_task_id,
+        run_id=record.run_id,
+        source_adapter=record.source_adapter,
+    )
 
 
 def import_legacy(

@@ -43,7 +43,7 @@ PLACEHOLDERS = re.compile(r"^(?:export )?(FACTLEDGER_DSN|ROLES|AGENT_DSN)=")
 PostgreSQL: the test drops those lines and sets the three variables to a schema of its own."""
 EXPECTED_OUTPUT = {("README.md", "Many hosts"): ("https://api.internal", "codex")}
 """What a block's output must show, beyond its commands all exiting 0."""
-ExportVerifier = Callable[[Path], int]
+ExportVerifier = Callable[[Path], list[bytes]]
 
 
 @dataclass(frozen=True)
@@ -80,14 +80,18 @@ ALL_BLOCKS = [block for path in DOCUMENTS for block in blocks_of(path)]
 
 
 def docs_export_verifier() -> ExportVerifier:
-    """The offline verifier of docs/spec/export.md: its block's imports and functions, as
-    written (the rest of the block, which makes a log to verify, left out)."""
+    """The offline verifier of docs/spec/export.md: its block's imports, constants and
+    functions, as written (the rest of the block, which makes a log to verify, left out)."""
     [block] = [b for b in blocks_of(EXPORT_SPEC) if b.language == "python"]
     tree = ast.parse(block.code)
     tree.body = [
         node
         for node in tree.body
         if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef)
+        or (
+            isinstance(node, ast.Assign)
+            and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)
+        )
     ]
     namespace: dict[str, Any] = {}
     exec(compile(tree, str(EXPORT_SPEC), "exec"), namespace)
@@ -95,11 +99,11 @@ def docs_export_verifier() -> ExportVerifier:
     return verify_export
 
 
-def readme_export_verifier(db: Path, export: Path) -> ExportVerifier:
+def readme_export_verifier(db: Path, export: Path, *, fields: bool = False) -> ExportVerifier:
     """The offline verifier of docs/spec/export.md, and an export of `db` written to
-    `export` for it."""
+    `export` for it (with `fields`, each line copying its envelope fields)."""
     with export.open("w", encoding="utf-8") as out:
-        export_log(db, out)
+        export_log(db, out, fields=fields)
     return docs_export_verifier()
 
 
@@ -254,17 +258,17 @@ def exported(tmp_path: Path) -> tuple[ExportVerifier, list[str]]:
     log = open_log(db)
     log.append_many([*EVERY_KIND, fact("k", "naïve café 日本語", source_adapter="codex")])
     log.close()
-    verify_export = readme_export_verifier(db, export)
+    verify_export = readme_export_verifier(db, export, fields=True)
     lines = export.read_text(encoding="utf-8").splitlines()
-    assert len(EVERY_KIND) + 1 == verify_export(export)
+    assert len(EVERY_KIND) + 1 == len(verify_export(export))
     return verify_export, lines
 
 
 def rewritten(line: str, field: str, value: object) -> str:
-    """An export line with one top-level field (or a payload field, `payload.NAME`) rewritten."""
+    """An export line with one top-level field (or a copied field, `fields.NAME`) rewritten."""
     event = json.loads(line)
-    if field.startswith("payload."):
-        event["payload"][field.removeprefix("payload.")] = value
+    if field.startswith("fields."):
+        event["fields"][field.removeprefix("fields.")] = value
     else:
         event[field] = value
     return json.dumps(event)
@@ -273,27 +277,29 @@ def rewritten(line: str, field: str, value: object) -> str:
 @pytest.mark.parametrize(
     ("field", "value"),
     [
+        ("fields.source_adapter", "operator"),
+        ("fields.source_adapter", None),
+        ("fields.producer_task_id", "backend-7"),
+        ("fields.run_id", "run-9"),
+        ("fields.event_id", "op:forged"),
+        ("fields.kind", "memory_added"),
+        ("fields.ts_ns", 1),
+        ("fields.position", 3),
+        ("fields.trusted", True),
+        ("text", "POISON"),
+        ("salt", "00" * 32),
+        ("text_state", "mismatch"),
         ("source_adapter", "operator"),
-        ("source_adapter", None),
-        ("producer_task_id", "backend-7"),
-        ("run_id", "run-9"),
-        ("event_id", "op:forged"),
-        ("kind", "memory_added"),
-        ("ts_ns", 1),
-        ("position", 3),
-        ("content_hash", "blake3:" + "0" * 64),
-        ("payload.value", "POISON"),
-        ("payload.key", "admins"),
-        ("payload.scope", 1),
         ("trusted", True),
     ],
 )
 def test_the_offline_verifier_refuses_a_rewritten_top_level_field(
     exported: tuple[ExportVerifier, list[str]], tmp_path: Path, field: str, value: object
 ) -> None:
-    """Only `body` is hashed: a line whose readable fields say other than its `body` (another
-    adapter, task, run, id, kind, time, position, hash or payload, or a field `body` lacks)
-    is refused by the documented verifier, though its chain still re-hashes."""
+    """Only `body` is hashed: a line whose copied fields say other than its `body` (another
+    adapter, task, run, id, kind, time or position, or a field `body` lacks), whose text or
+    salt does not give its `content_hash`, or that adds a key no export writes, is refused
+    by the documented verifier, though its chain still re-hashes."""
     verify_export, lines = exported
     tampered = tmp_path / "tampered.jsonl"
     lines[2] = rewritten(lines[2], field, value)
@@ -303,7 +309,7 @@ def test_the_offline_verifier_refuses_a_rewritten_top_level_field(
 
 
 @pytest.mark.parametrize(
-    ("line", "prefix"), [(0, '{"events":0,'), (2, '{"source_adapter":"operator",')]
+    ("line", "prefix"), [(0, '{"events":0,'), (2, '{"chain_hash":"' + "0" * 64 + '",')]
 )
 def test_the_offline_verifier_refuses_a_key_that_reads_two_ways(
     exported: tuple[ExportVerifier, list[str]], tmp_path: Path, line: int, prefix: str

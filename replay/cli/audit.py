@@ -41,8 +41,16 @@ def read_checkpoint(path: str) -> Checkpoint:
     help="also compare every projection in the file with the log refolded, row by row (exit 2 "
     "for any it could not compare)",
 )
+@click.option(
+    "--previous",
+    metavar="OLD",
+    help="the format-v1 log file this log was migrated from: exit 2 unless the log's "
+    "migration statement names OLD's id, size and head chain value and copies its events",
+)
 @click.pass_obj
-def verify_(session: Session, taken: str | None, pub: str | None, deep: bool) -> int:
+def verify_(
+    session: Session, taken: str | None, pub: str | None, deep: bool, previous: str | None
+) -> int:
     """Re-hash the whole log (exit 0 ok, 1 bad input, no log or an empty one, 2 tampering).
 
     Exit 2 means something shows tampering: a row that fails, a read model that folded past
@@ -65,7 +73,14 @@ def verify_(session: Session, taken: str | None, pub: str | None, deep: bool) ->
             )
     db = session.log_dsn() or (session.db if held is not None else session.existing_db())
     with output.progress("verified") as progress:
-        report = verify(db, checkpoint=held, progress=progress, deep=deep, phase=progress.phase)
+        report = verify(
+            db,
+            checkpoint=held,
+            progress=progress,
+            deep=deep,
+            phase=progress.phase,
+            previous=previous,
+        )
     session.emit(report)
     if not report.ok:
         return EXIT_TAMPERED

@@ -1,4 +1,4 @@
-"""Forensics: blast-radius, quarantine, release, export, import-legacy."""
+"""Forensics: blast-radius, quarantine, release, export, import-legacy, migrate."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
 from replay.cli.files import replacing
 from replay.cli.params import ENTRY_ID, LIMIT, NAME, POSITION
+from replay.ledger import Ledger
 
 
 def suspect_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -139,16 +140,21 @@ def release_(session: Session, quarantine_position: int, reason: str, key: str |
     type=click.Path(dir_okay=False, path_type=Path),
     help="file to write (default: standard output)",
 )
+@click.option(
+    "--fields",
+    is_flag=True,
+    help="also copy each event's envelope fields (kind, time, writer) beside its body",
+)
 @click.pass_obj
-def export(session: Session, out: Path | None) -> int:
-    """Write the raw log as JSON Lines, verifiable offline."""
+def export(session: Session, out: Path | None, fields: bool) -> int:
+    """Write the raw log as JSON Lines, verifiable offline, each event once."""
     with session.ledger() as ledger:
         if out is None:
             with output.progress("exported") as progress:
-                ledger.export(sys.stdout, progress=progress)
+                ledger.export(sys.stdout, progress=progress, fields=fields)
             return EXIT_OK
         with replacing(out) as stream, output.progress("exported") as progress:
-            header = ledger.export(stream, progress=progress)
+            header = ledger.export(stream, progress=progress, fields=fields)
     session.emit(header, f"exported {header.events} events to {out}")
     return EXIT_OK
 
@@ -170,4 +176,32 @@ def import_legacy_(session: Session, path: str, key: str | None) -> int:
     session.emit(report)
     if new:
         session.created_log()
+    return EXIT_OK
+
+
+@app.command("migrate")
+@click.argument("old")
+@click.argument("new")
+@key_option
+@click.pass_obj
+def migrate_(session: Session, old: str, new: str, key: str | None) -> int:
+    """Copy the format-v1 log file OLD into a new format-v2 log file NEW.
+
+    NEW's first event is a statement, signed by --key (an operator key of OLD), of OLD's
+    id, size and head chain value; OLD's events follow in order, their provenance kept as
+    claims, positions one higher. OLD must verify and is only read: keep it, and check NEW
+    against it with `factledger --db NEW verify --previous OLD`. NEW must not exist.
+    """
+    signer = session.operator_key(key)
+    if signer is None:
+        raise click.UsageError(
+            "give an operator key of OLD with --key FILE or FACTLEDGER_OPERATOR_KEY"
+        )
+    with Ledger.open(old) as ledger:
+        report = ledger.migrate(new, key=signer)
+    session.emit(
+        report,
+        f"migrated {report.events} events of log {report.previous_log_id} into {report.target} "
+        f"(log {report.log_id}; positions one higher)",
+    )
     return EXIT_OK

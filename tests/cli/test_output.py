@@ -280,6 +280,8 @@ def demo_log(tmp_path: Path) -> Path:
     return kept / "memory.db"
 
 
+WHOLE_TOKEN = r'"((?:fl|op):[0-9a-f]{32}|blake3(?:-keyed)?:[0-9a-f]{64}|[0-9a-f]{64})"'
+"""An event id, a content hash or a chain hash, as JSON quotes it."""
 AT_80 = (
     ("list", "--all"),
     ("query", "--tag", "api-schema", "--all"),
@@ -301,8 +303,7 @@ def test_at_80_columns_every_line_fits_and_ids_and_hashes_are_whole(
     JSON holds)."""
     capsys.readouterr()
     assert main([*command, "--db", str(demo_log), "--json"]) in (0, 2)
-    tokens = set(re.findall(r'"((?:fl|op):[0-9a-f]{32}|blake3(?:-keyed)?:[0-9a-f]{64}|[0-9a-f]{64})"',
-                            capsys.readouterr().out))  # fmt: skip
+    tokens = set(re.findall(WHOLE_TOKEN, capsys.readouterr().out))
     monkeypatch.setenv("COLUMNS", "80")
     assert main([*command, "--db", str(demo_log)]) in (0, 2)
     out = capsys.readouterr().out

@@ -152,7 +152,7 @@ def test_an_export_verifies_offline_and_audits_work(
     export = tmp_path / "log.jsonl"
     with export.open("w", encoding="utf-8") as out:
         replay.export_log(pg.dsn, out)
-    assert len(EVERY_KIND) + 1 == docs_export_verifier()(export)
+    assert len(EVERY_KIND) + 1 == len(docs_export_verifier()(export))
     assert replay.verify(pg.dsn).ok
     held = replay.checkpoint(pg.dsn)
     proof = replay.prove_inclusion(pg.dsn, 3, held)

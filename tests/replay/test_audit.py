@@ -327,6 +327,7 @@ def test_problem_values_are_the_ones_reports_have_always_shown() -> None:
         "history_rewritten",
         "log_missing",
         "read_model_drift",
+        "previous_log_mismatch",
     ] == [problem.value for problem in AuditProblem]
 
 

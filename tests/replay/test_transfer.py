@@ -30,48 +30,40 @@ def populated(db_path: Path) -> Path:
     return db_path
 
 
-def test_export_has_every_envelope_field_and_verifies_offline(
-    populated: Path, tmp_path: Path
-) -> None:
-    """Each line carries the envelope, chain hash and stored bytes; the chain re-verifies."""
+def test_export_holds_each_event_once_and_verifies_offline(populated: Path, tmp_path: Path) -> None:
+    """Each line holds the chained body, its chain hash and the text and salt beside it,
+    nothing twice; the envelope fields come only with `fields=True`, as a copy of the
+    body's; the chain re-verifies."""
     out = io.StringIO()
     with Ledger.open(populated) as ledger:
         header = ledger.export(out)
+        with_fields = io.StringIO()
+        ledger.export(with_fields, fields=True)
     lines = out.getvalue().splitlines()
     assert (EXPORT_FORMAT, 4) == (header.format, header.events)
     first = json.loads(lines[1])
-    assert {
-        "position",
-        "event_id",
-        "kind",
-        "ts_ns",
-        "producer_task_id",
-        "run_id",
-        "source_adapter",
-        "content_hash",
-        "chain_hash",
-        "payload",
-        "body",
-        "leaf_hash",
-        "salt",
-        "text_state",
-    } == set(first)
-    assert ("intact", 64) == (first["text_state"], len(first["salt"]))
-    assert "naïve" in first["payload"]["content"] and '"content":""' in first["body"]
-    assert ("memory_added", "codex") == (first["kind"], first["source_adapter"])
+    assert {"body", "chain_hash", "text", "salt"} == set(first)
+    assert "naïve — 日本語 \x00 'quoted'" == first["text"]
+    assert '"content":""' in first["body"]
+    copied = json.loads(with_fields.getvalue().splitlines()[1])["fields"]
+    assert ("memory_added", "codex", 1) == (
+        copied["kind"],
+        copied["source_adapter"],
+        copied["position"],
+    )
     export = tmp_path / "log.jsonl"
-    assert 4 == readme_export_verifier(populated, export)(export)
+    assert 4 == len(readme_export_verifier(populated, export)(export))
 
 
 @pytest.mark.parametrize(
     ("field", "old", "new"),
-    [("body", '"users"', '"admin"'), ("salt", "", ""), ("text_state", "intact", "absent")],
+    [("body", '"users"', '"admin"'), ("salt", "", ""), ("text", "v1", "v9")],
 )
 def test_offline_verification_catches_an_edited_export(
     populated: Path, tmp_path: Path, field: str, old: str, new: str
 ) -> None:
-    """Changing one chained byte, the salt, or the text's state in an export breaks the
-    documented offline check (the text shown is held to the salted hash)."""
+    """Changing one chained byte, the salt, or the text in an export breaks the documented
+    offline check (the text is held to the salted hash)."""
     export = tmp_path / "log.jsonl"
     verify_export = readme_export_verifier(populated, export)
     lines = export.read_text(encoding="utf-8").splitlines()

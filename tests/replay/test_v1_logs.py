@@ -68,7 +68,7 @@ def test_its_export_re_hashes_as_format_v1(v1: Path) -> None:
     each text matches its unkeyed content hash."""
     out = io.StringIO()
     with Ledger.open(v1) as ledger:
-        ledger.export(out)
+        ledger.export(out, fields=True)
     header, *events = [json.loads(line) for line in out.getvalue().splitlines()]
     assert (1, 10, GENESIS_CONTEXT) == (
         header["log_format"],
@@ -79,10 +79,12 @@ def test_its_export_re_hashes_as_format_v1(v1: Path) -> None:
     for position, event in enumerate(events, start=1):
         body = event["body"].encode("utf-8")
         chain = blake3.blake3(b"\x02" + chain + blake3.blake3(b"\x00" + body).digest()).digest()
-        assert (position, chain.hex()) == (event["position"], event["chain_hash"])
+        assert (position, chain.hex()) == (event["fields"]["position"], event["chain_hash"])
+        assert {"body", "chain_hash", "fields"} == set(event)
         payload = json.loads(body)["payload"]
         text = payload.get("content", payload.get("value", ""))
-        assert event["content_hash"] == "blake3:" + blake3.blake3(text.encode()).hexdigest()
+        stored_hash = json.loads(body)["content_hash"]
+        assert stored_hash == "blake3:" + blake3.blake3(text.encode()).hexdigest()
     assert CHECKPOINT.chain_hash == chain.hex() == header["head_chain_hash"]
 
 
