@@ -174,10 +174,11 @@ def translate(exc: psycopg.Error, action: str, where: str) -> FactledgerError:
         return LogBusyError(f"cannot {action} {where}: other writers held it too long ({text})")
     if state == "42501" or state.startswith("28"):
         return PermissionDeniedError(f"cannot {action} {where}: {text}")
+    refusal = f"cannot {action} {where}: {exc.diag.message_primary}; nothing was written"
     if state == schema.REFUSED_EVENT:
-        return InvalidInputError(f"cannot {action} {where}: {text}; nothing was written")
+        return InvalidInputError(refusal)
     if state == schema.LEGACY_FORMAT:
-        return LegacyFormatError(f"cannot {action} {where}: {text}; nothing was written")
+        return LegacyFormatError(refusal)
     problem = _PROBLEMS.get(state)
     if problem is not None:
         return StorageError(f"cannot {action}: {problem.format(where=where)} ({text})")
