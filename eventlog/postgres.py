@@ -439,6 +439,7 @@ class PostgresEventLog:
     def _prepare(self, events: Sequence[NewEvent]) -> list[Prepared]:
         if self._read_only:
             raise StorageError(f"cannot write: {self._where} was opened read-only")
+        self._format.check_writable(self._where)
         prepared = [
             prepare(event, clock_ns=self._clock_ns, max_content_bytes=self._max_content_bytes)
             for event in events
@@ -911,7 +912,8 @@ def init_schema(
 
     The owner role owns the schema; the writer may INSERT and SELECT on the log and UPDATE
     the head; the reader may SELECT; PUBLIC gets nothing. Run it as a role that may create
-    roles and schemas (a superuser, usually). Safe to run again. An agent login
+    roles and schemas (a superuser, usually). Safe to run again: on an existing log it
+    replaces the functions holding the log's rules with this version's. An agent login
     (`add_agent`) may append nothing until the log holds an `operator_added` event.
 
     With `first_events`, the log must be new: the events `first_events(log_id)` returns (its
@@ -928,6 +930,8 @@ def init_schema(
             log_id = str(uuid.uuid4())
             genesis = CURRENT.chain.genesis(log_id)
             created = schema.create(conn, name, log_id, genesis)
+            if not created:
+                schema.upgrade(conn, name)
             if first_events is not None:
                 if not created:
                     raise LogExistsError(

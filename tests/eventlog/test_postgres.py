@@ -19,10 +19,12 @@ psycopg = pytest.importorskip("psycopg")
 from eventlog import (  # noqa: E402  # noqa: E402
     MAX_CONTENT_BYTES,
     OPERATOR_KINDS,
+    CorruptLogError,
     EventLog,
     EventNotFoundError,
     FactledgerError,
     InvalidInputError,
+    LegacyFormatError,
     LogBusyError,
     LogExistsError,
     NewEvent,
@@ -682,3 +684,57 @@ def test_errors_map_by_sqlstate_not_message(
         translated = translate(error(message), "write", "log")  # type: ignore[arg-type]
         assert expected is type(translated)
         assert says in str(translated)
+
+
+def test_a_client_catches_a_server_that_keeps_another_chain(pg: PgLog) -> None:
+    """A server whose write path links with another prefix is caught by the client on the
+    append (CorruptLogError naming the position) and by verification afterwards."""
+    log = PostgresEventLog(pg.dsn)
+    log.append(memory("honest"))
+    with admin(pg) as conn:
+        row = conn.execute(
+            "SELECT pg_get_functiondef(%s::regprocedure)",
+            (f"{pg.schema}.append_events(text[], bytea[], bytea[], bytea[])",),
+        ).fetchone()
+        assert row is not None and "'\\x02'::bytea" in row[0]
+        conn.execute(row[0].replace("'\\x02'::bytea", "'\\x03'::bytea"))
+    with pytest.raises(CorruptLogError, match="computed a chain value at position 2"):
+        log.append(memory("lied about"))
+    assert not verify_chain(log).ok
+    log.close()
+
+
+def test_init_on_a_v1_log_keeps_it_and_makes_it_read_only(pg: PgLog) -> None:
+    """`pg init` on a format-v1 schema succeeds and leaves its events readable; its write
+    path then refuses every append, naming `factledger migrate`, in the client and in raw
+    SQL."""
+    roles = init_schema(pg.dsn, role_prefix=pg.roles)
+    PostgresEventLog(pg.dsn).close()
+    with admin(pg) as conn:
+        conn.execute(f"DROP TABLE {pg.schema}.content")
+        conn.execute(f"DROP FUNCTION {pg.schema}.lock_head(), {pg.schema}.append_events")
+        conn.execute(f"ALTER TABLE {pg.schema}.meta DISABLE TRIGGER append_only")
+        conn.execute(f"UPDATE {pg.schema}.meta SET value = 'factledger-postgres-log/1'"
+                     " WHERE name = 'format'")  # fmt: skip
+        conn.execute(f"ALTER TABLE {pg.schema}.meta ENABLE TRIGGER append_only")
+    assert roles == init_schema(pg.dsn, role_prefix=pg.roles)
+    writer = PostgresEventLog(login(pg, f"{pg.roles}_svc", roles.writer))
+    try:
+        assert 1 == writer.log_format.version
+        with pytest.raises(LegacyFormatError, match="factledger migrate"):
+            writer.append(memory("refused"))
+        with pytest.raises(LegacyFormatError, match="factledger migrate"), writer.transaction():
+            pass
+        raw_dsn = login(pg, f"{pg.roles}_svc2", roles.writer)
+        with psycopg.connect(raw_dsn) as conn, pytest.raises(psycopg.Error) as raw:
+            conn.execute(
+                f"SELECT {pg.schema}.append_events(ARRAY['x'], ARRAY['\\x7b7d'::bytea],"
+                " ARRAY[''::bytea], ARRAY[''::bytea])"
+            )
+        assert (schema.LEGACY_FORMAT, True) == (
+            raw.value.sqlstate,
+            "factledger migrate" in str(raw.value),
+        )
+        assert 0 == writer.head().position
+    finally:
+        writer.close()
