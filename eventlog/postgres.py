@@ -10,9 +10,10 @@ reader tailing `read(after=p)` never skips one.
 
 A lost connection is regained for up to `busy_timeout_s`. An append whose commit was in flight
 is resolved by its event ids after reconnecting (every id is indexed, generated or not), so it
-is committed exactly once. The database itself refuses edits, gaps and an agent role's
-events naming another adapter (`eventlog.postgres_schema`); the chain, which it cannot
-compute, is checked by verification. Needs psycopg 3 (`pip install 'factledger[postgres]'`).
+is committed exactly once. Rows go through the log's `append_events` function, which checks
+each, computes its chain link with SHA-256 and refuses edits, gaps and an agent role's events
+naming another adapter (`eventlog.postgres_schema`); the client compares the links it gets
+back with its own. Needs psycopg 3 (`pip install 'factledger[postgres]'`).
 """
 
 from __future__ import annotations

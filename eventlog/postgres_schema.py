@@ -11,10 +11,13 @@ Five tables in one schema (`factledger` unless the session sets `factledger.sche
 - `meta`    the log id and format.
 - `agents`  login roles bound to one adapter each.
 
+Writers hold SELECT and EXECUTE on two functions, nothing else: `lock_head()` and
+`append_events(...)`, which checks each row (size, JSON of a known kind with its fields, its
+position and event id), computes its SHA-256 chain link and writes it with its content row.
 Triggers refuse UPDATE, DELETE and TRUNCATE on `events`, `content`, `meta` and `agents`, and
 DELETE and TRUNCATE on `head`. After each INSERT into `events`, one statement trigger refuses
-rows whose positions do not follow the head and moves the head; `head` accepts an UPDATE only to the
-log's last row. A bound role (an agent login) is refused an event that names another adapter
+rows whose positions do not follow the head and moves the head; `head` accepts an UPDATE only
+to the log's last row. A bound role (an agent login) is refused an event that names another adapter
 (or none), an operator action (a kind outside `eventlog.events.AGENT_KINDS`, or one holding an
 operator-only field: an import), whatever its signature, and any event while the log holds no
 `operator_added` (found through a partial index, so the check costs one probe). The kinds are
