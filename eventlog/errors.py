@@ -67,6 +67,11 @@ class CorruptLogError(FactledgerError):
         self.position = position
 
 
+class StrayContentError(CorruptLogError):
+    """The log's file holds a text for a position past its head (a copied, rewound or edited
+    file): a write there is refused rather than the text silently deleted or mismatched."""
+
+
 class UnknownEventKindError(CorruptLogError):
     """A stored row names an event kind this version does not know."""
 

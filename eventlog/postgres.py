@@ -689,7 +689,6 @@ class _Transaction:
         return self.append_many([event])[0]
 
     def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
-        self._owner.log_format.check_writable(self._owner._where)
         prepared = self._owner._prepare(events)
         return self.guard(lambda: self.append_prepared(prepared, resolving=False), "append to")
 

@@ -28,6 +28,7 @@ from eventlog.errors import (
     LogExistsError,
     LogMissingError,
     StorageError,
+    StrayContentError,
 )
 from eventlog.events import NewEvent, RecordedEvent, Unreadable
 from eventlog.formats import CURRENT, MAX_TEXT_BYTES, LogFormat, format_named, marker
@@ -91,6 +92,7 @@ _SQL_META_GET = "SELECT value FROM fl_log_meta WHERE name = ?"
 _SQL_HEAD = "SELECT position, chain_hash FROM fl_events ORDER BY position DESC LIMIT 1"
 _SQL_INSERT = "INSERT INTO fl_events (position, event_id, body, chain_hash) VALUES (?, ?, ?, ?)"
 _SQL_INSERT_CONTENT = "INSERT INTO fl_content (position, text, salt) VALUES (?, ?, ?)"
+_SQL_STRAY_CONTENT = "SELECT min(position) FROM fl_content WHERE position >= ?"
 _SQL_ROWS = (
     "SELECT e.position, CAST(e.event_id AS BLOB), "
     "CASE WHEN length(CAST(e.body AS BLOB)) <= {body_limit} THEN CAST(e.body AS BLOB) END, "
@@ -643,12 +645,24 @@ class _Transaction(_Snapshot):
         if rows:
 
             def insert() -> None:
+                self._refuse_stray_content(rows[0][0])
                 self._conn.executemany(_SQL_INSERT, rows)
                 self._conn.executemany(_SQL_INSERT_CONTENT, contents)
 
             self._run(insert, "append to")
         self._head = (position, previous)
         return records
+
+    def _refuse_stray_content(self, first: int) -> None:
+        """Refuse to write at `first` when a text is already stored there or later."""
+        (stray,) = self._conn.execute(_SQL_STRAY_CONTENT, (first,)).fetchone()
+        if stray is not None:
+            raise StrayContentError(
+                f"cannot append to {self._owner._where}: the file holds a text for position "
+                f"{stray}, past the log's head {first - 1} (a copied, rewound or edited file); "
+                "nothing was written",
+                position=stray,
+            )
 
     def _existing(self, item: Prepared) -> RecordedEvent | None:
         """The recorded event a retry refers to, or None; a different event is a conflict."""

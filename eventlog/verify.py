@@ -42,6 +42,9 @@ class Problem(StrEnum):
     READ_MODEL_DRIFT = "read_model_drift"
 
 
+UNREADABLE = "unreadable"
+"""A `Finding`'s problem for a row this version cannot decode (the others: `mismatch`,
+`absent`, a text's state)."""
 MAX_LISTED = 100
 """Rows of each kind (unreadable, text problems) a walk names; it counts every one."""
 
@@ -159,7 +162,7 @@ class ChainWalker:
             )
         if isinstance(record.payload, Unreadable):
             self.unreadable += 1
-            self._note(record, "unreadable", record.payload.reason)
+            self._note(record, UNREADABLE, record.payload.reason)
         elif record.text_state != "intact":
             self.text_problems += 1
             self._note(record, record.text_state, _TEXT_PROBLEMS[record.text_state])
@@ -287,7 +290,7 @@ def verify_chain(log: EventLog) -> ChainReport:
             head_chain_hash=walker.chain_value.hex(),
             findings=tuple(walker.findings),
         )
-    text_problems = [f for f in walker.findings if f.problem != "unreadable"]
+    text_problems = [f for f in walker.findings if f.problem != UNREADABLE]
     return ChainReport(
         ok=walker.text_problems == 0,
         checked=walker.position,

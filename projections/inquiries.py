@@ -98,6 +98,11 @@ def imported_rows(db: Queryable, *, signed: bool) -> set[str]:
     return {row.identity for row in sql_knowledge.IMPORT_ALL.rows(db, (int(signed),))}
 
 
+def unreadable_rows(db: Queryable) -> list[sql_knowledge.UnreadableRow]:
+    """Rows folded as `unreadable`, by position, with the writer each names."""
+    return sql_knowledge.UNREADABLE_ALL.rows(db)
+
+
 def receipts_touching(db: Queryable, positions: Sequence[int]) -> list[ReceiptItem]:
     """Receipt items naming any of `positions`, by receipt."""
     found = sql_reads.RECEIPTS_TOUCHING.among(db, positions)

@@ -122,8 +122,17 @@ class KnowledgeProjector:
                             _publish(writer, [approved], admitted=True)
                 case RecallRecorded():
                     pass  # receipts are the receipt and lineage projectors' to fold
-                case Unreadable():
-                    pass  # a row this version cannot decode changes nothing
+                case Unreadable():  # changes nothing; named so that history can say so
+                    writer.execute(
+                        sql_knowledge.UNREADABLE_INSERT,
+                        (
+                            record.position,
+                            payload.claimed_kind,
+                            record.source_adapter,
+                            record.producer_task_id,
+                            payload.reason,
+                        ),
+                    )
                 case _:
                     assert_never(payload)
         if entries:

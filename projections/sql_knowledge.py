@@ -22,6 +22,7 @@ KNOWLEDGE_TABLES = (
     "fl_operator",
     "fl_unauthorized",
     "fl_import",
+    "fl_unreadable",
 )
 KNOWLEDGE_DDL = (
     """CREATE TABLE fl_memory (
@@ -108,6 +109,14 @@ KNOWLEDGE_DDL = (
     # only an unsigned one imported.
     # `identity` is what the row claims to be (`projections.legacy.legacy_identity`), never
     # a hash of its text.
+    # Rows this version could not decode: they change nothing, and history names them.
+    """CREATE TABLE fl_unreadable (
+        position INTEGER PRIMARY KEY,
+        claimed_kind TEXT,
+        source_adapter TEXT,
+        producer_task_id TEXT NOT NULL,
+        reason TEXT NOT NULL
+    )""",
     """CREATE TABLE fl_import (
         identity TEXT NOT NULL,
         signed INTEGER NOT NULL,
@@ -285,6 +294,29 @@ OPERATOR_ACTIVE_COUNT = Query(
 )
 UNAUTHORIZED_INSERT = (
     "INSERT INTO fl_unauthorized (position, kind, key_id, reason) VALUES (?, ?, ?, ?)"
+)
+
+
+UNREADABLE_INSERT = (
+    "INSERT INTO fl_unreadable (position, claimed_kind, source_adapter, producer_task_id, "
+    "reason) VALUES (?, ?, ?, ?, ?)"
+)
+
+
+class UnreadableRow(Columns, frozen=True):
+    """A row this version could not decode, and the writer its body names."""
+
+    position: int
+    claimed_kind: str | None
+    source_adapter: str | None
+    producer_task_id: str
+    reason: str
+
+
+UNREADABLE_ALL = Query(
+    "SELECT position, claimed_kind, source_adapter, producer_task_id, reason "
+    "FROM fl_unreadable ORDER BY position",
+    UnreadableRow,
 )
 
 

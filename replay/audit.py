@@ -33,6 +33,7 @@ from eventlog import (
     StoredRow,
 )
 from eventlog.stored import genesis_of
+from eventlog.verify import UNREADABLE, Finding
 from projections.internal import (
     DriftReport,
     cache_hint,
@@ -91,6 +92,11 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     read_model: DriftReport | None = None
     """With `deep`, how the read model in the log's file compares with the log refolded;
     without, the projector checkpoints the log does not bear out, if any."""
+    findings: tuple[Finding, ...] = ()
+    """Rows that link but were read on: `unreadable` ones (this version cannot decode them;
+    they change nothing, and the log still verifies), and texts that do not match their
+    `content_hash` (`mismatch`) or are not stored (`absent`), which fail it. Each names its
+    position and the writer its body claims; the first `MAX_LISTED` of each kind."""
 
 
 def verify(
@@ -127,7 +133,9 @@ def verify(
         )
     tree_size = min(checkpoint.size, head) if checkpoint is not None else 0
     walked = _walk(event_log, report, tree_size, progress)
-    verdict = _judge(report, walked, checkpoint, tree_size)
+    verdict = msgspec.structs.replace(
+        _judge(report, walked, checkpoint, tree_size), findings=walked.findings
+    )
     if not verdict.ok or not isinstance(event_log, SQLiteEventLog):
         return verdict
     return _held_to_read_model(event_log, verdict, deep=deep)
@@ -232,6 +240,15 @@ def _judge(
             walked.failure.reason,
             first_bad=walked.failure.position,
         )
+    text = next((f for f in walked.findings if f.problem != UNREADABLE), None)
+    if text is not None:  # fails closed until an erasure event makes an absent text lawful
+        return report.failed(
+            walked.position,
+            walked.chain_value,
+            AuditProblem.CONTENT_MISMATCH,
+            f"content changed at position {text.position}: {text.reason}",
+            first_bad=text.position,
+        )
     if checkpoint is not None:
         if report.head < checkpoint.size:
             return report.failed(
@@ -295,6 +312,8 @@ class _Walked(NamedTuple):
     """The Merkle tree over the leaves up to the checkpoint's size."""
     checkpoint_chain: bytes
     """The chain value at the checkpoint's size."""
+    findings: tuple[Finding, ...]
+    """Rows read on: unreadable, or whose text does not match."""
 
 
 def _walk(
@@ -319,8 +338,10 @@ def _walk(
             if progress is not None:
                 progress(end, report.head)
     except ChainBreak as brk:
-        return _Walked(walker.position, walker.chain_value, brk, tree, checkpoint_chain)
-    return _Walked(walker.position, walker.chain_value, None, tree, checkpoint_chain)
+        found = tuple(walker.findings)
+        return _Walked(walker.position, walker.chain_value, brk, tree, checkpoint_chain, found)
+    found = tuple(walker.findings)
+    return _Walked(walker.position, walker.chain_value, None, tree, checkpoint_chain, found)
 
 
 def _batches(head: int, tree_size: int) -> Iterator[tuple[int, int]]:

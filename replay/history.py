@@ -111,6 +111,20 @@ class FactHistory(msgspec.Struct, frozen=True, kw_only=True):
     actions: list[OperatorAction]
     held: list[HeldVersion] = []
     """Versions a conflict policy kept from becoming current (denied, pending, decided)."""
+    unreadable: list[UnreadableRow] = []
+    """Rows of the log this version could not decode (whatever fact they were meant for):
+    they changed nothing; each with its position and the writer its body names."""
+
+
+class UnreadableRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A row of the log this version could not decode, folded as changing nothing."""
+
+    position: int
+    claimed_kind: str | None
+    """The kind its body names, when it names one readably."""
+    source_adapter: str | None
+    producer_task_id: str
+    reason: str
 
 
 class BlameLine(msgspec.Struct, frozen=True, kw_only=True):
@@ -195,7 +209,20 @@ def history(
         actions = _actions(snap, model, {row.position for row in rows})
         held = [held_version(row) for row in conflicts.held_matching(model, **filters)]
         return FactHistory(
-            at_position=snap.head().position, versions=versions, actions=actions, held=held
+            at_position=snap.head().position,
+            versions=versions,
+            actions=actions,
+            held=held,
+            unreadable=[
+                UnreadableRow(
+                    position=row.position,
+                    claimed_kind=row.claimed_kind,
+                    source_adapter=row.source_adapter,
+                    producer_task_id=row.producer_task_id,
+                    reason=row.reason,
+                )
+                for row in inquiries.unreadable_rows(model)
+            ],
         )
 
 

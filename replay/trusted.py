@@ -28,6 +28,7 @@ from replay.history import (
     FactHistory,
     FactVersion,
     OperatorAction,
+    UnreadableRow,
 )
 
 
@@ -49,6 +50,8 @@ class TrustedHistory(msgspec.Struct, frozen=True, kw_only=True):
     """Versions a conflict policy kept from becoming current, for an operator to decide."""
     kept_out: int
     receipt_position: int | None
+    unreadable: list[UnreadableRow] = []
+    """Rows this version could not decode, with position and writer (`FactHistory`)."""
 
 
 class TrustedBlameLine(BlameLine, frozen=True, kw_only=True):
@@ -117,6 +120,7 @@ def trusted_history(
         held=found.held if how.everything else [],
         kept_out=len(read.kept_out),
         receipt_position=read.receipt_position,
+        unreadable=found.unreadable,
     )
 
 

@@ -241,7 +241,8 @@ def play(directory: Path, out: TextIO) -> None:
     data = tampered.read_bytes()
     _expect(EVIL_CLAIM.encode() in data, "the poison was not found in the copied file")
     tampered.write_bytes(data.replace(EVIL_CLAIM.encode(), COVER_UP.encode()))
-    forged = verify(tampered, checkpoint=taken)
+    with _captured_logs():  # the text's drift is logged as read; the verdict tells it here
+        forged = verify(tampered, checkpoint=taken)
     _expect(not forged.ok, "tampering went unnoticed")
     say.step(
         "An insider edits a copy of the database file to hide what the poison said.",

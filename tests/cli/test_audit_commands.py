@@ -27,23 +27,48 @@ def populated(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> Cli:
 
 def tamper(db: Path, sql: str) -> None:
     raw = sqlite3.connect(db)
-    raw.execute("DROP TRIGGER fl_events_no_update")
-    raw.execute("DROP TRIGGER fl_events_no_delete")
+    for table in ("fl_events", "fl_content"):
+        raw.execute(f"DROP TRIGGER IF EXISTS {table}_no_update")
+        raw.execute(f"DROP TRIGGER IF EXISTS {table}_no_delete")
     raw.execute(sql)
     raw.commit()
     raw.close()
 
 
 def test_verify_exit_codes(populated: Cli, tmp_path: Path) -> None:
-    """verify exits 0 on an intact log, 2 when a row was edited, 1 on an empty log."""
+    """verify exits 0 on an intact log, 2 when a text beside the chain or a chained row was
+    edited, 1 on an empty log."""
     ok = populated("verify", "--json")
-    assert (0, True, 3) == (ok.code, ok.json()["ok"], ok.json()["checked"])
+    assert (0, True, 3, []) == (
+        ok.code,
+        ok.json()["ok"],
+        ok.json()["checked"],
+        ok.json()["findings"],
+    )
     tamper(
         tmp_path / "cli.db",
-        "UPDATE fl_events SET body = replace(body, 'POISON', 'poison') WHERE position = 3",
+        "UPDATE fl_content SET text = CAST('poison' AS BLOB) WHERE position = 3",
     )
     bad = populated("verify", "--json")
-    assert (2, False, 3) == (bad.code, bad.json()["ok"], bad.json()["first_bad_position"])
+    assert (2, False, 3, "content_mismatch") == (
+        bad.code,
+        bad.json()["ok"],
+        bad.json()["first_bad_position"],
+        bad.json()["problem"],
+    )
+    assert [(3, "mismatch", "evil")] == [
+        (f["position"], f["problem"], f["source_adapter"]) for f in bad.json()["findings"]
+    ]
+    tamper(
+        tmp_path / "cli.db",
+        "UPDATE fl_events SET body = replace(body, 'api-schema', 'api-schemb') WHERE position = 2",
+    )
+    broken = populated("verify", "--json")
+    assert (2, 2, "chain_broken") == (
+        broken.code,
+        broken.json()["first_bad_position"],
+        broken.json()["problem"],
+    )
     empty = tmp_path / "empty.db"
     populated("add", "x", db_path=str(empty))
     sqlite3.connect(empty).close()

@@ -21,6 +21,7 @@ from eventlog import (
     open_log,
 )
 from eventlog.contract import memory
+from eventlog.errors import StrayContentError
 
 
 def test_log_table_refuses_update_and_delete(tmp_path: Path) -> None:
@@ -256,3 +257,25 @@ def test_of_writers_racing_to_make_a_log_one_makes_it_with_its_first_events(
     contents = [r.payload.content for r in open_log(path).read()]  # type: ignore[union-attr]
     assert makers == contents
     assert 4 - len(makers) == outcomes.count("refused")
+
+
+def test_a_text_stored_past_the_head_refuses_the_next_write(tmp_path: Path) -> None:
+    """A file whose last event was cut off but whose text stayed (copied, rewound or edited
+    by hand) refuses an append with an error naming the position, and writes nothing: the
+    stray text is neither deleted nor taken as the new event's."""
+    path = tmp_path / "log.db"
+    log = open_log(path)
+    log.append_many([memory("first"), memory("second")])
+    log.close()
+    raw = sqlite3.connect(path)
+    raw.execute("DROP TRIGGER fl_events_no_delete")
+    raw.execute("DELETE FROM fl_events WHERE position = 2")
+    raw.commit()
+    raw.close()
+    before = path.read_bytes()
+    log = open_log(path)
+    with pytest.raises(StrayContentError, match="text for position 2, past the log's head 1"):
+        log.append(memory("another second"))
+    assert 1 == log.head().position
+    log.close()
+    assert before == path.read_bytes()

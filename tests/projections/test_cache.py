@@ -433,8 +433,9 @@ def test_an_open_store_refuses_to_read_past_a_log_that_changed_under_it(
     writer.add("learning", "e2")
     assert 2 == reader.sync()
     raw = sqlite3.connect(remote)
-    raw.execute("DROP TRIGGER fl_events_no_delete")
-    raw.execute("DELETE FROM fl_events WHERE position = 2")
+    for table in ("fl_events", "fl_content"):  # the event and its text, as a rewind would
+        raw.execute(f"DROP TRIGGER {table}_no_delete")
+        raw.execute(f"DELETE FROM {table} WHERE position = 2")
     raw.commit()
     raw.close()
     rewritten = open_log(remote)
@@ -455,7 +456,9 @@ def test_an_event_whose_chain_does_not_link_is_never_folded(
     store.close()
     raw = sqlite3.connect(remote)
     raw.execute("DROP TRIGGER fl_events_no_update")
-    raw.execute("UPDATE fl_events SET body = replace(body, 'e2', 'x2') WHERE position = 3")
+    raw.execute(
+        "UPDATE fl_events SET body = replace(body, 'learning', 'learnin_') WHERE position = 3"
+    )
     raw.commit()
     raw.close()
     with pytest.raises(ChainBreak) as broken:

@@ -50,7 +50,8 @@ def roll_back(place: PgLog, position: int) -> None:
     """What a restore from an old backup does: the log loses every event after `position`."""
     with psycopg.connect(place.server.dsn, autocommit=True) as admin:
         admin.execute("SET session_replication_role = replica")
-        admin.execute(f'DELETE FROM "{place.schema}".events WHERE position > %s', (position,))
+        for table in ("content", "events"):  # a backup holds both tables as they were
+            admin.execute(f'DELETE FROM "{place.schema}".{table} WHERE position > %s', (position,))
         admin.execute(
             f'UPDATE "{place.schema}".head SET position = %s, chain_hash = '
             f'(SELECT chain_hash FROM "{place.schema}".events WHERE position = %s)',

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-import blake3
 import pytest
 
 from eventlog import InvalidInputError, InvalidTypeError
 from projections import CrossTaskKB, Fact, PublishCounter, SQLiteMemoryStore, get_global_counter
 from tests.conftest import Clock
+from tests.salted import expected_content_hash
 
 pytestmark = pytest.mark.read_models
 
@@ -30,7 +30,7 @@ def test_worked_example_researcher_to_backend(store: SQLiteMemoryStore) -> None:
         fact.value,
         fact.producer_task_id,
     )
-    expected_hash = "blake3:" + blake3.blake3(b"{name: str, email: str}").hexdigest()
+    expected_hash = expected_content_hash(store.event_log, 1, "{name: str, email: str}")
     assert (expected_hash, "project", "run-42", 1) == (
         fact.content_hash,
         fact.scope,

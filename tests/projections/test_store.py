@@ -22,6 +22,7 @@ from projections.internal import (
     MEMORY_TYPES,
 )
 from tests.conftest import Clock
+from tests.salted import expected_content_hash
 
 pytestmark = pytest.mark.read_models
 
@@ -47,7 +48,7 @@ def test_add_returns_the_entry_id_and_reads_it_back(store: SQLiteMemoryStore) ->
         entry.task_id,
         entry.source_adapter,
     )
-    assert entry.content_hash.startswith("blake3:")
+    assert expected_content_hash(store.event_log, 1, "use ruff") == entry.content_hash
 
 
 def test_every_listed_memory_type_is_accepted(store: SQLiteMemoryStore) -> None:

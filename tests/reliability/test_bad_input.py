@@ -18,7 +18,6 @@ from eventlog import (
     FactledgerError,
     InvalidInputError,
     InvalidTypeError,
-    content_hash,
 )
 from projections import (
     AgentIdentity,
@@ -46,6 +45,7 @@ from tests.reliability.support import (
     assert_read_model_is_the_log_refolded,
     live_tables,
 )
+from tests.salted import expected_content_hash
 
 HUGE = 10**20
 """Bigger than any SQLite integer."""
@@ -935,13 +935,18 @@ def test_sql_text_is_stored_as_data(subject: Subject) -> None:
 def test_free_text_round_trips_exactly(subject: Subject, text: str) -> None:
     """Any valid Unicode up to the 1 MiB limit that is not only whitespace, NUL and control
     characters included, is stored and read back byte for byte, with the content hash of
-    exactly those bytes."""
+    exactly those bytes (keyed by each event's own salt)."""
     entry_id = subject.store.add("learning", text, ["odd"])
     fact = subject.kb.publish("odd", "k", text, scope="run")
     [stored] = [e for e in subject.store.list(tags=["odd"], limit=5) if e.id == entry_id]
-    expected_hash = content_hash(text.encode("utf-8"))
-    assert (text, expected_hash) == (stored.content, stored.content_hash)
-    assert (text, expected_hash) == (fact.value, fact.content_hash)
+    log = subject.store.event_log
+    entry_hash = expected_content_hash(log, entry_id, text)
+    assert (text, entry_hash) == (stored.content, stored.content_hash)
+    assert (text, expected_content_hash(log, fact.position, text)) == (
+        fact.value,
+        fact.content_hash,
+    )
+    assert entry_hash != fact.content_hash  # the same text, salted apart
     assert [fact] == list(subject.kb.subscribe("odd", scope="run"))
     assert_chain_verifies(subject.store.event_log)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import msgspec
@@ -24,8 +25,10 @@ from replay.cli.output import to_json, to_text
 from tests.eventlog.test_tampering import (
     _raw,
     delete_row,
+    delete_text_beside,
     edit_content_hash,
     edit_payload,
+    edit_text_beside,
     rewrite_with_chain_recomputed,
     swap_rows,
 )
@@ -65,13 +68,24 @@ def different_log(path: Path, elsewhere: Path) -> None:
 
 # (tamper, verdict without a checkpoint, verdict with one taken before): (ok, problem, first bad)
 TABLE: dict[str, tuple[Tamper, tuple[object, ...], tuple[object, ...]]] = {
-    "content edited": (
+    # format v2: the body is chained, the text beside it is held to the salted hash
+    "chained payload edited": (
         raw(edit_payload),
-        (False, AuditProblem.CONTENT_MISMATCH, 3),
-        (False, AuditProblem.CONTENT_MISMATCH, 3),
+        (False, AuditProblem.CHAIN_BROKEN, 3),
+        (False, AuditProblem.CHAIN_BROKEN, 3),
     ),
     "content hash edited": (
         raw(edit_content_hash),
+        (False, AuditProblem.CHAIN_BROKEN, 3),
+        (False, AuditProblem.CHAIN_BROKEN, 3),
+    ),
+    "text beside edited": (
+        raw(edit_text_beside),
+        (False, AuditProblem.CONTENT_MISMATCH, 3),
+        (False, AuditProblem.CONTENT_MISMATCH, 3),
+    ),
+    "text beside deleted": (
+        raw(delete_text_beside),
         (False, AuditProblem.CONTENT_MISMATCH, 3),
         (False, AuditProblem.CONTENT_MISMATCH, 3),
     ),
@@ -231,21 +245,37 @@ def test_every_event_kind_takes_the_fast_path(
     assert (True, len(EVERY_KIND)) == (verify(path).ok, verify(path).checked)
 
 
-def test_text_that_is_not_unicode_is_reported_not_raised(tmp_path: Path) -> None:
-    """A forged row holding a lone surrogate is undecodable, not a crash."""
+@pytest.mark.parametrize(
+    ("forge", "problem"),
+    [
+        (  # a lone surrogate in the chained body: the row no longer links
+            'UPDATE fl_events SET body = CAST(replace(CAST(body AS TEXT), \'"key":"users"\', '
+            '\'"key":"\\ud800"\') AS BLOB) WHERE position = 2',
+            AuditProblem.CHAIN_BROKEN,
+        ),
+        (  # bytes that are not UTF-8 as the text beside it
+            "UPDATE fl_content SET text = X'EDA080' WHERE position = 2",
+            AuditProblem.CONTENT_MISMATCH,
+        ),
+    ],
+    ids=["body", "text beside"],
+)
+def test_text_that_is_not_unicode_is_reported_not_raised(
+    tmp_path: Path, forge: str, problem: AuditProblem
+) -> None:
+    """A forged row holding text that is not Unicode is reported at its position, not a
+    crash."""
     path = tmp_path / "log.db"
     make_log(path)
     conn = _raw(path)
-    body = conn.execute("SELECT body FROM fl_events WHERE position = 2").fetchone()[0]
-    forged = body.replace(b'"value":"v1"', b'"value":"\\ud800"')
-    conn.execute("UPDATE fl_events SET body = ? WHERE position = 2", (forged,))
+    before = conn.execute("SELECT body FROM fl_events WHERE position = 2").fetchone()[0]
+    conn.execute(forge)
     conn.close()
+    with closing(sqlite3.connect(path)) as conn:
+        after = conn.execute("SELECT body FROM fl_events WHERE position = 2").fetchone()[0]
+    assert (before != after) == (problem is AuditProblem.CHAIN_BROKEN)
     report = verify(path)
-    assert (False, AuditProblem.UNDECODABLE, 2) == (
-        report.ok,
-        report.problem,
-        report.first_bad_position,
-    )
+    assert (False, problem, 2) == (report.ok, report.problem, report.first_bad_position)
 
 
 def delete_late_row(path: Path, _: Path) -> None:

@@ -24,7 +24,7 @@ from replay.errors import KeyFileError, UnsignedCheckpointError
 from replay.keys import generate_key, read_operator_key
 from replay.proofs import Prover
 from tests.eventlog.test_tampering import _raw, edit_payload
-from tests.replay.test_merkle import ref_mth
+from tests.replay.test_merkle import sha256_mth
 
 LOG_ID = "00000000-0000-4000-8000-000000000000"
 ROOT = bytes(range(32))
@@ -38,11 +38,12 @@ def make_log(path: Path, count: int) -> None:
 
 
 def expected_head(path: Path) -> tuple[int, bytes, str]:
-    """Size, Merkle root and chain hash, computed independently from the stored rows."""
+    """Size, Merkle root and chain hash, computed independently (hashlib, RFC 6962) from the
+    stored rows."""
     log = open_log(path, read_only=True)
     try:
         bodies = [row.body for row in log.scan()]
-        return len(bodies), ref_mth(bodies), log.head().chain_hash
+        return len(bodies), sha256_mth(bodies), log.head().chain_hash
     finally:
         log.close()
 
@@ -141,9 +142,12 @@ def test_checkpoint_refuses_a_path_of_the_wrong_type() -> None:
 
 
 def test_text_form_is_four_lines() -> None:
-    """Origin, size, base64 root, chain hash: each on its own line."""
-    expected = f"factledger/{LOG_ID}\n7\n{base64.b64encode(ROOT).decode()}\nchain {CHAIN}\n"
-    assert expected == str(sample())
+    """Origin (naming format v2), size, base64 root, chain hash: each on its own line; a v1
+    log's origin has no `v2/`, and each parses back to its format."""
+    rest = f"7\n{base64.b64encode(ROOT).decode()}\nchain {CHAIN}\n"
+    assert f"factledger/v2/{LOG_ID}\n{rest}" == str(sample())
+    assert f"factledger/{LOG_ID}\n{rest}" == str(sample(format=1))
+    assert [2, 1] == [Checkpoint.parse(str(sample(format=v))).format for v in (2, 1)]
 
 
 def test_text_round_trip_unsigned_and_signed(key_path: Path) -> None:
@@ -174,7 +178,8 @@ SIG_LINE = "\N{EM DASH} operator " + base64.b64encode(bytes(68)).decode()
         pytest.param(GOOD.replace("\n", "\r\n"), id="CRLF"),
         pytest.param(GOOD + "extra\n", id="five lines"),
         pytest.param(GOOD.replace("factledger/", "other/"), id="wrong origin"),
-        pytest.param(GOOD.replace("factledger/" + LOG_ID, "factledger/"), id="empty log id"),
+        pytest.param(GOOD.replace("factledger/v2/" + LOG_ID, "factledger/v2/"), id="empty log id"),
+        pytest.param(GOOD.replace("factledger/v2/" + LOG_ID, "factledger/"), id="empty v1 log id"),
         pytest.param(GOOD.replace("\n7\n", "\n07\n"), id="leading zero"),
         pytest.param(GOOD.replace("\n7\n", "\n-7\n"), id="negative size"),
         pytest.param(GOOD.replace("\n7\n", "\n+7\n"), id="signed size"),

@@ -5,11 +5,14 @@ no policy (`unsigned_import`), on a file and through a PostgreSQL log's host cac
 
 from __future__ import annotations
 
+import base64
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from eventlog import open_log
 from projections import (
@@ -193,3 +196,59 @@ def test_through_postgres_an_unsigned_import_is_untrusted_on_every_host(
     assert {"unsigned_import"} == {x.reason for x in built.excluded}
     with closing(open_log(pg.dsn, read_only=True)) as log:
         assert 3 == log.head().position
+
+
+def test_a_signed_imports_signature_outlives_its_text(
+    db_path: Path, legacy: Path, key: Path, ledger: Ledger
+) -> None:
+    """The signature covers the salted content hash and the payload without its text, so
+    once a signed import's text and salt are gone (here deleted by hand; later, erased) its
+    signature still verifies over the stored body alone, and a refold still honours its
+    claims (a host folding anew reads the entry with no text); verify reports the missing
+    text (content_mismatch) until erasure is an event."""
+    ledger.add_operator(f"{key}.pub", key=key)
+    ledger.import_legacy(legacy, key=key)
+    with closing(sqlite3.connect(db_path)) as raw:
+        [(position, body)] = raw.execute(
+            "SELECT position, body FROM fl_events WHERE CAST(body AS TEXT) LIKE '%lead-1%'"
+        ).fetchall()
+        raw.execute("DROP TRIGGER fl_content_no_delete")
+        raw.execute("DELETE FROM fl_content WHERE position = ?", (position,))
+        raw.commit()
+    stored = json.loads(body)
+    payload = dict(stored["payload"])
+    auth = payload.pop("authorization")
+    assert "" == payload["content"]
+    statement = {
+        "log_id": ledger.log_id,
+        **{
+            k: stored[k]
+            for k in ("event_id", "producer_task_id", "run_id", "source_adapter", "content_hash")
+        },
+        "payload": payload,
+    }
+    signed = b"factledger operator action v2\n" + json.dumps(
+        statement, separators=(",", ":"), ensure_ascii=False
+    ).encode("utf-8")
+    public = read_operator_key(key).public
+    Ed25519PublicKey.from_public_bytes(public.raw).verify(
+        base64.b64decode(auth["signature"]), signed
+    )
+    report = ledger.verify()
+    assert (False, "content_mismatch", position) == (
+        report.ok,
+        report.problem,
+        report.first_bad_position,
+    )
+    assert [(position, "absent")] == [(f.position, f.problem) for f in report.findings]
+    fresh = db_path.with_name("fresh-cache.db")
+    with Ledger.open(db_path, cache=str(fresh)) as refolded:
+        assert [] == [a for a in refolded.history().actions if a.unauthorized_reason is not None]
+    with SQLiteMemoryStore(db_path.with_name("host-cache.db"), log=str(db_path)) as store:
+        [entry] = [e for e in store.list() if e.position == position]
+    assert ("codex", "lead-1", False, "") == (
+        entry.source_adapter,
+        entry.task_id,
+        entry.unsigned_import,
+        entry.content,
+    )

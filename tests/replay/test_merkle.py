@@ -401,6 +401,16 @@ def sha256_mth(leaves: Sequence[bytes]) -> bytes:
     return hashlib.sha256(b"\x01" + sha256_mth(leaves[:k]) + sha256_mth(leaves[k:])).digest()
 
 
+def sha256_path(m: int, data: Sequence[bytes]) -> list[bytes]:
+    """RFC 6962 2.1.1 PATH(m, D[n]) with hashlib."""
+    if len(data) == 1:
+        return []
+    k = ref_k(len(data))
+    if m < k:
+        return [*sha256_path(m, data[:k]), sha256_mth(data[k:])]
+    return [*sha256_path(m - k, data[k:]), sha256_mth(data[:k])]
+
+
 @pytest.mark.parametrize("size", range(9))
 def test_v2_tree_heads_are_rfc_6962_sha256(size: int) -> None:
     """Format v2's tree (`SHA256`), fed the CT reference leaves, gives CT's published roots,

@@ -37,7 +37,7 @@ from replay import (
     verify_inclusion,
 )
 from tests.eventlog.test_tampering import _raw, rewrite_with_chain_recomputed
-from tests.replay.test_merkle import ref_path
+from tests.replay.test_merkle import sha256_path
 
 SIZES = (0, 1, 5, 16, 17, 37)
 
@@ -77,7 +77,7 @@ def test_every_event_is_proven_in_every_checkpoint(
     for position in range(1, size + 1):
         proof = prove_inclusion(path, position, taken[size])
         leaf = SHA256.leaf_hash(rows[position - 1].body)
-        expected = [h.hex() for h in ref_path(position - 1, [r.body for r in rows[:size]])]
+        expected = [h.hex() for h in sha256_path(position - 1, [r.body for r in rows[:size]])]
         assert (leaf.hex(), expected) == (proof.leaf_hash, list(proof.path))
         assert verify_inclusion(proof, leaf, taken[size])
 

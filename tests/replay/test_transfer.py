@@ -50,19 +50,33 @@ def test_export_has_every_envelope_field_and_verifies_offline(
         "chain_hash",
         "payload",
         "body",
+        "leaf_hash",
+        "salt",
+        "text_state",
     } == set(first)
+    assert ("intact", 64) == (first["text_state"], len(first["salt"]))
+    assert "naïve" in first["payload"]["content"] and '"content":""' in first["body"]
     assert ("memory_added", "codex") == (first["kind"], first["source_adapter"])
     export = tmp_path / "log.jsonl"
     assert 4 == readme_export_verifier(populated, export)(export)
 
 
-def test_offline_verification_catches_an_edited_export(populated: Path, tmp_path: Path) -> None:
-    """Changing one stored byte in an export breaks README's offline check."""
+@pytest.mark.parametrize(
+    ("field", "old", "new"),
+    [("body", '"users"', '"admin"'), ("salt", "", ""), ("text_state", "intact", "absent")],
+)
+def test_offline_verification_catches_an_edited_export(
+    populated: Path, tmp_path: Path, field: str, old: str, new: str
+) -> None:
+    """Changing one chained byte, the salt, or the text's state in an export breaks the
+    documented offline check (the text shown is held to the salted hash)."""
     export = tmp_path / "log.jsonl"
     verify_export = readme_export_verifier(populated, export)
     lines = export.read_text(encoding="utf-8").splitlines()
     event = json.loads(lines[2])
-    event["body"] = event["body"].replace('"v1"', '"v9"')
+    edited = event[field].replace(old, new, 1) if old else event[field][::-1]
+    assert edited != event[field]
+    event[field] = edited
     lines[2] = json.dumps(event)
     export.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(AssertionError):
