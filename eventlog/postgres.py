@@ -174,7 +174,7 @@ def translate(exc: psycopg.Error, action: str, where: str) -> FactledgerError:
     if state in _BUSY_STATES:
         return LogBusyError(f"cannot {action} {where}: other writers held it too long ({text})")
     if state == "42501" or state.startswith("28"):
-        return PermissionDeniedError(f"cannot {action} {where}: {text}")
+        return PermissionDeniedError(f"cannot {action} {where}: {exc.diag.message_primary or text}")
     refusal = f"cannot {action} {where}: {exc.diag.message_primary}; nothing was written"
     if state == schema.REFUSED_EVENT:
         return InvalidInputError(refusal)

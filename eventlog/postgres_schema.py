@@ -211,13 +211,6 @@ BEGIN
     SELECT h.position, h.chain_hash INTO head_position, previous FROM {schema}.head h FOR UPDATE;
     SELECT a.adapter INTO bound FROM {schema}.agents a WHERE a.role = session_user;
     agent := FOUND;
-    IF agent AND total > 0 AND NOT EXISTS (
-        SELECT 1 FROM {schema}.events e WHERE {schema}.is_operator_added(e.body)) THEN
-        RAISE EXCEPTION 'role % may not append yet: the log has no operator key (register '
-            'one: factledger pg init --operator-key FILE, or factledger operator add)',
-            session_user
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
     BEGIN
         FOR n IN 1 .. total LOOP
             i := n;
@@ -290,6 +283,13 @@ BEGIN
         previous := sha256('\\x02'::bytea || previous || sha256('\\x00'::bytea || bodies[n]));
         links[n] := previous;
     END LOOP;
+    IF agent AND total > 0 AND NOT EXISTS (
+        SELECT 1 FROM {schema}.events e WHERE {schema}.is_operator_added(e.body)) THEN
+        RAISE EXCEPTION 'role % may not append yet: the log has no operator key (register '
+            'one: factledger pg init --operator-key FILE, or factledger operator add)',
+            session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
     INSERT INTO {schema}.events (position, event_id, body, chain_hash)
         SELECT head_position + given.n, given.id, given.body, given.link
           FROM unnest(event_ids, bodies, links) WITH ORDINALITY AS given (id, body, link, n);
