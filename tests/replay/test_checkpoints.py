@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
+import json
 from pathlib import Path
 
 import msgspec
@@ -19,7 +21,7 @@ from eventlog import (
 )
 from eventlog.chain import SHA256
 from eventlog.contract import fact, memory
-from replay import Checkpoint, NoteSignature, checkpoint
+from replay import Checkpoint, NoteSignature, checkpoint, export_log
 from replay.errors import KeyFileError, UnsignedCheckpointError
 from replay.keys import generate_key, read_operator_key
 from replay.proofs import Prover
@@ -84,6 +86,31 @@ def test_checkpoint_holds_size_root_and_chain_hash(tmp_path: Path, count: int) -
         taken.chain_hash,
     )
     log.close()
+
+
+def test_the_checkpoint_root_is_the_rfc_6962_head_of_the_exported_bodies(
+    tmp_path: Path,
+) -> None:
+    """An auditor holding only the export and the checkpoint recomputes the tree head with
+    hashlib (RFC 6962: leaves SHA-256(0x00 || body), nodes SHA-256(0x01 || l || r)) from the
+    exported bodies: it is the checkpoint's root, and its origin names format v2."""
+    path = tmp_path / "log.db"
+    make_log(path, 23)
+    taken = checkpoint(path)
+    out = io.StringIO()
+    export_log(path, out)
+    header, *events = [json.loads(line) for line in out.getvalue().splitlines()]
+    bodies = [event["body"].encode("utf-8") for event in events]
+
+    def head(leaves: list[bytes]) -> bytes:
+        if len(leaves) == 1:
+            return hashlib.sha256(b"\x00" + leaves[0]).digest()
+        k = 1 << ((len(leaves) - 1).bit_length() - 1)
+        return hashlib.sha256(b"\x01" + head(leaves[:k]) + head(leaves[k:])).digest()
+
+    assert (23, 23) == (header["events"], taken.size)
+    assert base64.b64encode(head(bodies)).decode() == str(taken).splitlines()[2]
+    assert str(taken).startswith(f"factledger/v2/{header['log_id']}\n")
 
 
 def test_checkpoint_of_empty_log_is_the_empty_tree_at_the_genesis(tmp_path: Path) -> None:

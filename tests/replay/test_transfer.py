@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
+import blake3
 import pytest
 
 from eventlog import StorageError
@@ -122,6 +124,31 @@ def test_import_legacy_from_another_file_once(
     assert sorted(r[:10] for r in ROWS) == sorted(
         sqlite3.connect(source).execute("SELECT * FROM memory").fetchall()
     )
+
+
+def test_imports_are_recognised_by_claimed_identity_never_by_their_text(
+    db_path: Path, tmp_path: Path, ledger: Ledger
+) -> None:
+    """What an import is recognised by again holds no hash of the text (an unsalted one
+    would confirm a guessed secret): a row with the same claimed identity and another text
+    counts as imported; the same text under another id is a new row."""
+    source = tmp_path / "old" / "memory.db"
+    legacy_file(source, ROWS)
+    ledger.import_legacy(source)
+    with closing(sqlite3.connect(db_path)) as raw:
+        kept = raw.execute("SELECT identity FROM fl_import").fetchall()
+    texts = [str(row[2]) for row in ROWS]
+    assert len(ROWS) == len(kept)
+    for (identity,) in kept:
+        assert "blake3" not in identity and not any(text in identity for text in texts)
+        for text in texts:
+            assert blake3.blake3(text.encode()).hexdigest() not in identity
+    edited = tmp_path / "edited" / "memory.db"
+    legacy_file(edited, [(*ROWS[0][:2], "another text", *ROWS[0][3:]), ROWS[1]])
+    assert 0 == ledger.import_legacy(edited).imported
+    moved = tmp_path / "moved" / "memory.db"
+    legacy_file(moved, [(99, *ROWS[0][1:])])
+    assert 1 == ledger.import_legacy(moved).imported
 
 
 def test_import_legacy_of_a_missing_file_is_a_clear_error(
