@@ -10,14 +10,16 @@ reader tailing `read(after=p)` never skips one.
 
 A lost connection is regained for up to `busy_timeout_s`. An append whose commit was in flight
 is resolved by its event ids after reconnecting (every id is indexed, generated or not), so it
-is committed exactly once. The database itself refuses edits, gaps and an agent role's
-events naming another adapter (`eventlog.postgres_schema`); the chain, which it cannot
-compute, is checked by verification. Needs psycopg 3 (`pip install 'factledger[postgres]'`).
+is committed exactly once. Rows go through the log's `append_events` function, which checks
+each, computes its chain link with SHA-256 and refuses edits, gaps and an agent role's events
+naming another adapter (`eventlog.postgres_schema`); the client compares the links it gets
+back with its own. Needs psycopg 3 (`pip install 'factledger[postgres]'`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
 import itertools
 import random
 import threading
@@ -38,11 +40,13 @@ from eventlog.checks import MAX_CONTENT_BYTES
 from eventlog.codec import read_row
 from eventlog.drafts import Prepared, Sealed, check_distinct_ids, prepare, same_event, seal
 from eventlog.errors import (
+    CorruptLogError,
     EventIdConflictError,
     EventNotFoundError,
     FactledgerError,
     InvalidInputError,
     InvalidTypeError,
+    LegacyFormatError,
     LogBusyError,
     LogExistsError,
     PermissionDeniedError,
@@ -105,18 +109,11 @@ def _rows_query(log_format: LogFormat, where: str) -> str:
 class _Statements(NamedTuple):
     """The log's statements, rendered for one schema (and the format of its log)."""
 
-    lock: str = "SELECT 1 FROM {schema}.head FOR UPDATE"
+    lock: str = "SELECT head_position, head_chain_hash FROM {schema}.lock_head()"
     head: str = "SELECT position, chain_hash FROM {schema}.head"
     by_event_ids: str = _rows_query(CURRENT, " WHERE e.event_id = ANY(%s)")
     count_event_ids: str = "SELECT count(*) FROM {schema}.events WHERE event_id = ANY(%s)"
-    insert: str = (
-        "INSERT INTO {schema}.events (position, event_id, body, chain_hash)"
-        " SELECT * FROM unnest(%b::bigint[], %b::text[], %b::bytea[], %b::bytea[])"
-    )
-    insert_content: str = (
-        "INSERT INTO {schema}.content (position, text, salt)"
-        " SELECT * FROM unnest(%b::bigint[], %b::bytea[], %b::bytea[])"
-    )
+    append: str = "SELECT {schema}.append_events(%b::text[], %b::bytea[], %b::bytea[], %b::bytea[])"
     read: str = _rows_query(
         CURRENT, " WHERE e.position > %s AND e.position <= %s ORDER BY e.position LIMIT %s"
     )
@@ -157,6 +154,7 @@ _PROBLEMS = {
     "25P03": "the server ended this session of {where}: it was idle inside a transaction for "
     "longer than idle_in_transaction_session_timeout",
     "3D000": "{where}: no such database",
+    "42883": "{where} was made by an earlier version: run `factledger pg init` on it",
     "53100": "no space left for {where}",
     "57014": "{where} canceled the statement",
     "57P01": "the server of {where} is shutting down",
@@ -180,7 +178,12 @@ def translate(exc: psycopg.Error, action: str, where: str) -> FactledgerError:
     if state in _BUSY_STATES:
         return LogBusyError(f"cannot {action} {where}: other writers held it too long ({text})")
     if state == "42501" or state.startswith("28"):
-        return PermissionDeniedError(f"cannot {action} {where}: {text}")
+        return PermissionDeniedError(f"cannot {action} {where}: {exc.diag.message_primary or text}")
+    refusal = f"cannot {action} {where}: {exc.diag.message_primary}; nothing was written"
+    if state == schema.REFUSED_EVENT:
+        return InvalidInputError(refusal)
+    if state == schema.LEGACY_FORMAT:
+        return LegacyFormatError(refusal)
     problem = _PROBLEMS.get(state)
     if problem is not None:
         return StorageError(f"cannot {action}: {problem.format(where=where)} ({text})")
@@ -442,6 +445,7 @@ class PostgresEventLog:
     def _prepare(self, events: Sequence[NewEvent]) -> list[Prepared]:
         if self._read_only:
             raise StorageError(f"cannot write: {self._where} was opened read-only")
+        self._format.check_writable(self._where)
         prepared = [
             prepare(event, clock_ns=self._clock_ns, max_content_bytes=self._max_content_bytes)
             for event in events
@@ -577,6 +581,7 @@ class _WriteScope:
         owner = self._owner
         if owner._read_only:
             raise StorageError(f"cannot write: {owner._where} was opened read-only")
+        owner.log_format.check_writable(owner._where)
         owner._lock.acquire()
         try:
             if owner._tx is not None:
@@ -689,7 +694,6 @@ class _Transaction:
         return self.append_many([event])[0]
 
     def append_many(self, events: Sequence[NewEvent]) -> list[RecordedEvent]:
-        self._owner.log_format.check_writable(self._owner._where)
         prepared = self._owner._prepare(events)
         return self.guard(lambda: self.append_prepared(prepared, resolving=False), "append to")
 
@@ -721,26 +725,31 @@ class _Transaction:
         """
         conn, sql = self._conn, self._sql
         if self._head is not None:
-            self._send_pending()
+            sent = self._send_pending()
+            if sent is not None:
+                sent.check(self._owner._where)
             return conn.execute(sql.by_event_ids, (list(lookup),)).fetchall() if lookup else []
         cursor = psycopg.ClientCursor(conn)
-        statements = [_SQL_BEGIN, sql.lock, sql.head, *([sql.by_event_ids] if lookup else [])]
+        statements = [_SQL_BEGIN, sql.lock, *([sql.by_event_ids] if lookup else [])]
         try:
             cursor.execute("; ".join(statements), (list(lookup),) if lookup else None)
         except psycopg.errors.LockNotAvailable:
             self.abandon()
             raise self._owner._busy(conn) from None
         cursor.nextset()
-        cursor.nextset()
         row = cursor.fetchone()
         assert row is not None
         self._head = (int(row[0]), bytes(row[1]))
         return cursor.fetchall() if cursor.nextset() else []
 
-    def _send_pending(self) -> None:
-        if self._pending:
-            _insert(self._conn, self._sql, self._pending)
-            self._pending = []
+    def _send_pending(self) -> _Sent | None:
+        """Send the pending rows; the server's chain values for them are checked when its
+        reply is read (`_Sent.check`)."""
+        if not self._pending:
+            return None
+        sent = _send(self._conn, self._sql, self._pending)
+        self._pending = []
+        return sent
 
     def _locked_head(self) -> tuple[int, bytes]:
         if self._head is None:
@@ -805,10 +814,11 @@ class _Transaction:
         # ends, as the server's reply happens to arrive; the first error is the one raised
         # either way, and psycopg is never left to log the second ("pipeline aborted").
         first: psycopg.Error | None = None
+        sent: _Sent | None = None
         try:
             with self._conn.pipeline():
                 try:
-                    self._send_pending()
+                    sent = self._send_pending()
                     self._conn.execute(_SQL_COMMIT)
                 except psycopg.Error as exc:
                     first = exc
@@ -816,6 +826,8 @@ class _Transaction:
             first = first or exc
         if first is not None:
             raise first
+        if sent is not None:
+            sent.check(self._owner._where)
 
     def commit_or_settle(self) -> None:
         """Commit; if the connection is lost on the way, find out by event id whether the
@@ -858,21 +870,40 @@ class _Transaction:
             self._owner._discard()
 
 
-def _insert(conn: Connection, statements: _Statements, rows: Sequence[Sealed]) -> None:
-    """Insert sealed events and the texts beside them, each table in one statement."""
-    conn.execute(
-        statements.insert,
+class _Sent(NamedTuple):
+    """Rows sent to `append_events`, and the cursor its reply arrives on."""
+
+    cursor: psycopg.Cursor[Any]
+    rows: Sequence[Sealed]
+
+    def check(self, where: str) -> None:
+        """Compare the chain values the server computed with those computed here: a server
+        that keeps another chain than the one its rows seal is caught at once."""
+        row = self.cursor.fetchone()
+        links = [bytes(link) for link in row[0]] if row and row[0] is not None else []
+        for sealed, link in itertools.zip_longest(self.rows, links[: len(self.rows)]):
+            if link is None or not hmac.compare_digest(link, sealed.chain_hash):
+                raise CorruptLogError(
+                    f"{where} computed a chain value at position {sealed.record.position} "
+                    "that differs from the one its body seals: the server does not keep this "
+                    "log's chain (run `factledger verify`)",
+                    position=sealed.record.position,
+                )
+
+
+def _send(conn: Connection, statements: _Statements, rows: Sequence[Sealed]) -> _Sent:
+    """Append sealed events and their texts through the log's write path, in one statement:
+    the server checks each row and computes its chain value."""
+    cursor = conn.execute(
+        statements.append,
         [
-            [s.record.position for s in rows],
             [s.record.event_id for s in rows],
             [s.body for s in rows],
-            [s.chain_hash for s in rows],
+            [s.text for s in rows],
+            [s.salt for s in rows],
         ],
     )
-    conn.execute(
-        statements.insert_content,
-        [[s.record.position for s in rows], [s.text for s in rows], [s.salt for s in rows]],
-    )
+    return _Sent(cursor, rows)
 
 
 def _count(row: Row | None) -> int:
@@ -892,7 +923,8 @@ def init_schema(
 
     The owner role owns the schema; the writer may INSERT and SELECT on the log and UPDATE
     the head; the reader may SELECT; PUBLIC gets nothing. Run it as a role that may create
-    roles and schemas (a superuser, usually). Safe to run again. An agent login
+    roles and schemas (a superuser, usually). Safe to run again: on an existing log it
+    replaces the functions holding the log's rules with this version's. An agent login
     (`add_agent`) may append nothing until the log holds an `operator_added` event.
 
     With `first_events`, the log must be new: the events `first_events(log_id)` returns (its
@@ -909,6 +941,8 @@ def init_schema(
             log_id = str(uuid.uuid4())
             genesis = CURRENT.chain.genesis(log_id)
             created = schema.create(conn, name, log_id, genesis)
+            if not created:
+                schema.upgrade(conn, name)
             if first_events is not None:
                 if not created:
                     raise LogExistsError(
@@ -936,7 +970,7 @@ def _append_first(conn: Connection, name: str, genesis: bytes, events: Sequence[
         previous = sealed.chain_hash
         rows.append(sealed)
     if rows:
-        _insert(conn, _Statements.for_schema(name), rows)
+        _send(conn, _Statements.for_schema(name), rows).check(f"PostgreSQL schema {name}")
 
 
 def add_agent(

@@ -11,10 +11,13 @@ Five tables in one schema (`factledger` unless the session sets `factledger.sche
 - `meta`    the log id and format.
 - `agents`  login roles bound to one adapter each.
 
+Writers hold SELECT and EXECUTE on two functions, nothing else: `lock_head()` and
+`append_events(...)`, which checks each row (size, JSON of a known kind with its fields, its
+position and event id), computes its SHA-256 chain link and writes it with its content row.
 Triggers refuse UPDATE, DELETE and TRUNCATE on `events`, `content`, `meta` and `agents`, and
 DELETE and TRUNCATE on `head`. After each INSERT into `events`, one statement trigger refuses
-rows whose positions do not follow the head and moves the head; `head` accepts an UPDATE only to the
-log's last row. A bound role (an agent login) is refused an event that names another adapter
+rows whose positions do not follow the head and moves the head; `head` accepts an UPDATE only
+to the log's last row. A bound role (an agent login) is refused an event that names another adapter
 (or none), an operator action (a kind outside `eventlog.events.AGENT_KINDS`, or one holding an
 operator-only field: an import), whatever its signature, and any event while the log holds no
 `operator_added` (found through a partial index, so the check costs one probe). The kinds are
@@ -33,13 +36,35 @@ from psycopg import sql
 
 from eventlog.checks import check_actor
 from eventlog.errors import InvalidInputError, InvalidTypeError, StorageError
-from eventlog.events import AGENT_KINDS, OPERATOR_FIELDS, OPERATOR_KINDS, OperatorAdded, kind_of
-from eventlog.formats import marker
+from eventlog.events import (
+    AGENT_KINDS,
+    OPERATOR_FIELDS,
+    OPERATOR_KINDS,
+    PAYLOAD_TYPES,
+    Envelope,
+    OperatorAdded,
+    kind_of,
+)
+from eventlog.formats import (
+    CURRENT,
+    MAX_ENVELOPE_BYTES,
+    MAX_TEXT_BYTES,
+    SALT_BYTES,
+    LogFormat,
+    format_named,
+    marker,
+)
 
 DEFAULT_SCHEMA = "factledger"
 DEFAULT_ROLE_PREFIX = "factledger"
 FORMAT_PREFIX = "factledger-postgres-log"
 """The log's `format` in `meta` is this, `/` and the format's number."""
+
+_V1_TABLES = ("meta", "events", "head", "agents")
+REFUSED_EVENT = "FL001"
+"""The SQLSTATE of an event the log refuses as malformed, too large or misplaced."""
+LEGACY_FORMAT = "FL002"
+"""The SQLSTATE of a write to a log of a format this version never writes (v1)."""
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -70,7 +95,7 @@ _TABLES = (
     )""",
 )
 
-_REFUSE_CHANGE = """CREATE FUNCTION {schema}.refuse_change() RETURNS trigger
+_REFUSE_CHANGE = """CREATE OR REPLACE FUNCTION {schema}.refuse_change() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     RAISE EXCEPTION '%.% is append-only: % refused', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP
@@ -78,7 +103,7 @@ BEGIN
 END
 $$"""
 
-_CHECK_HEAD = """CREATE FUNCTION {schema}.check_head() RETURNS trigger
+_CHECK_HEAD = """CREATE OR REPLACE FUNCTION {schema}.check_head() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     last_position bigint;
@@ -97,14 +122,15 @@ BEGIN
 END
 $$"""
 
-_ENVELOPE = """CREATE FUNCTION {schema}.envelope(body bytea) RETURNS jsonb
+_ENVELOPE = """CREATE OR REPLACE FUNCTION {schema}.envelope(body bytea) RETURNS jsonb
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
     SELECT replace(convert_from(body, 'UTF8'), E'\\\\u0000', E'\\\\ufffd')::jsonb
 $$"""
 """A row's envelope as the database reads it. jsonb holds no NUL, so an escaped NUL in a text
 (which only a text can hold, and no field the triggers read) is read as U+FFFD."""
 
-_IS_OPERATOR_ADDED = """CREATE FUNCTION {schema}.is_operator_added(body bytea) RETURNS boolean
+_IS_OPERATOR_ADDED = """CREATE OR REPLACE FUNCTION {schema}.is_operator_added(body bytea)
+RETURNS boolean
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
     SELECT position({marker} IN body) > 0
        AND {schema}.envelope(body) -> 'payload' ->> 'kind' = {operator_added}
@@ -112,7 +138,8 @@ $$"""
 """Whether a row registers an operator key. Only rows whose bytes hold the kind as the log
 writes it are parsed (a row spelling it otherwise only keeps agents waiting longer)."""
 
-_AGENT_MAY_WRITE = """CREATE FUNCTION {schema}.agent_may_write(payload jsonb) RETURNS boolean
+_AGENT_MAY_WRITE = """CREATE OR REPLACE FUNCTION {schema}.agent_may_write(payload jsonb)
+RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
     SELECT coalesce(payload ->> 'kind' IN ({agent_kinds}), false){operator_fields}
 $$"""
@@ -122,11 +149,9 @@ $$"""
 _OPERATOR_INDEX = """CREATE INDEX operator_added ON {schema}.events (position)
     WHERE {schema}.is_operator_added(body)"""
 
-_AFTER_APPEND = """CREATE FUNCTION {schema}.after_append() RETURNS trigger
+_AFTER_APPEND = """CREATE OR REPLACE FUNCTION {schema}.after_append() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    bound text;
-    envelope jsonb;
     head_position bigint;
     first_position bigint;
     last_position bigint;
@@ -136,30 +161,6 @@ BEGIN
       INTO first_position, last_position, appended_rows FROM appended;
     IF appended_rows = 0 THEN
         RETURN NULL;
-    END IF;
-    SELECT adapter INTO bound FROM {schema}.agents WHERE role = session_user;
-    IF FOUND THEN
-        SELECT e INTO envelope
-          FROM (SELECT {schema}.envelope(body) AS e, position FROM appended) AS appended_rows
-         WHERE e ->> 'source_adapter' IS DISTINCT FROM bound
-            OR NOT {schema}.agent_may_write(e -> 'payload')
-         ORDER BY position
-         LIMIT 1;
-        IF FOUND AND envelope ->> 'source_adapter' IS DISTINCT FROM bound THEN
-            RAISE EXCEPTION 'role % may append only events of adapter %, not of %',
-                session_user, bound,
-                coalesce('adapter ' || (envelope ->> 'source_adapter'), 'no adapter')
-                USING ERRCODE = 'insufficient_privilege';
-        ELSIF FOUND THEN
-            RAISE EXCEPTION {refusal}, session_user, {refused}
-                USING ERRCODE = 'insufficient_privilege';
-        END IF;
-        IF NOT EXISTS (SELECT 1 FROM {schema}.events WHERE {schema}.is_operator_added(body)) THEN
-            RAISE EXCEPTION 'role % may not append yet: the log has no operator key (register '
-                'one: factledger pg init --operator-key FILE, or factledger operator add)',
-                session_user
-                USING ERRCODE = 'insufficient_privilege';
-        END IF;
     END IF;
     SELECT position INTO head_position FROM {schema}.head FOR UPDATE;
     IF first_position <> head_position + 1
@@ -173,6 +174,149 @@ BEGIN
     RETURN NULL;
 END
 $$"""
+"""Keeps the head on the last row whoever inserts (only the owner can, outside
+`append_events`): positions must follow it densely."""
+
+_LOCK_HEAD = """CREATE OR REPLACE FUNCTION {schema}.lock_head()
+RETURNS TABLE (head_position bigint, head_chain_hash bytea)
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT h.position, h.chain_hash FROM {schema}.head h FOR UPDATE
+$$"""
+"""The head, locked for the caller's transaction: writers may lock it without any privilege
+to change it."""
+
+_APPEND_EVENTS = """CREATE OR REPLACE FUNCTION {schema}.append_events(
+    event_ids text[], bodies bytea[], texts bytea[], salts bytea[]
+) RETURNS bytea[]
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    total integer := coalesce(cardinality(event_ids), 0);
+    bound text;
+    agent boolean;
+    head_position bigint;
+    previous bytea;
+    links bytea[] := '{{}}';
+    envelopes jsonb[] := '{{}}';
+    envelope jsonb;
+    kind text;
+    target bigint;
+    named text;
+    i integer := 0;
+BEGIN
+    IF coalesce(cardinality(bodies), 0) <> total OR coalesce(cardinality(texts), 0) <> total
+       OR coalesce(cardinality(salts), 0) <> total THEN
+        RAISE EXCEPTION 'append_events needs as many bodies, texts and salts as event ids'
+            USING ERRCODE = {refused};
+    END IF;
+    SELECT h.position, h.chain_hash INTO head_position, previous FROM {schema}.head h FOR UPDATE;
+    SELECT a.adapter INTO bound FROM {schema}.agents a WHERE a.role = session_user;
+    agent := FOUND;
+    BEGIN
+        FOR n IN 1 .. total LOOP
+            i := n;
+            target := head_position + n;
+            IF event_ids[n] IS NULL OR bodies[n] IS NULL OR texts[n] IS NULL
+               OR salts[n] IS NULL THEN
+                RAISE EXCEPTION 'the event at position % is refused: a one-dimensional array '
+                    'holding no NULL is needed for each argument', target
+                    USING ERRCODE = {refused};
+            ELSIF octet_length(bodies[n]) > {max_body} THEN
+                RAISE EXCEPTION 'the event at position % is refused: its body is % bytes; the '
+                    'limit is {max_body}', target, octet_length(bodies[n])
+                    USING ERRCODE = {refused};
+            ELSIF octet_length(texts[n]) > {max_text} THEN
+                RAISE EXCEPTION 'the event at position % is refused: its text is % bytes; the '
+                    'limit is {max_text}', target, octet_length(texts[n])
+                    USING ERRCODE = {refused};
+            ELSIF octet_length(salts[n]) <> {salt_bytes} THEN
+                RAISE EXCEPTION 'the event at position % is refused: its salt is % bytes, '
+                    'not {salt_bytes}', target, octet_length(salts[n])
+                    USING ERRCODE = {refused};
+            END IF;
+            envelopes[n] := {schema}.envelope(bodies[n]);
+        END LOOP;
+    EXCEPTION
+        WHEN invalid_text_representation OR character_not_in_repertoire
+             OR untranslatable_character OR invalid_parameter_value THEN
+            RAISE EXCEPTION 'the event at position % is refused: its body is not UTF-8 JSON',
+                head_position + i
+                USING ERRCODE = {refused};
+    END;
+    FOR n IN 1 .. total LOOP
+        target := head_position + n;
+        envelope := envelopes[n];
+        kind := envelope -> 'payload' ->> 'kind';
+        named := left(to_jsonb(event_ids[n])::text, 200);
+        IF jsonb_typeof(envelope) IS DISTINCT FROM 'object'
+           OR jsonb_typeof(envelope -> 'payload') IS DISTINCT FROM 'object'
+           OR NOT envelope ?& ARRAY[{envelope_fields}] THEN
+            RAISE EXCEPTION 'event % at position % is refused: its body is not an event '
+                'envelope (a JSON object with {envelope_names})', named, target
+                USING ERRCODE = {refused};
+        ELSIF jsonb_typeof(envelope -> 'position') IS DISTINCT FROM 'number'
+              OR envelope ->> 'position' IS DISTINCT FROM target::text THEN
+            RAISE EXCEPTION 'event % is refused: its body names position %, not %', named,
+                left((envelope -> 'position')::text, 40), target
+                USING ERRCODE = {refused};
+        ELSIF jsonb_typeof(envelope -> 'event_id') IS DISTINCT FROM 'string'
+              OR envelope ->> 'event_id' IS DISTINCT FROM event_ids[n] THEN
+            RAISE EXCEPTION 'event % at position % is refused: its body names event id %',
+                named, target, left((envelope -> 'event_id')::text, 200)
+                USING ERRCODE = {refused};
+        ELSIF {known} IS NOT TRUE THEN
+            RAISE EXCEPTION 'event % at position % is refused: %', named, target,
+                CASE WHEN {known} IS NULL
+                     THEN 'kind ' || left(coalesce(to_jsonb(kind)::text, 'null'), 80)
+                          || ' is none this log knows ({kinds})'
+                     ELSE 'its payload lacks a field its kind ' || kind || ' needs' END
+                USING ERRCODE = {refused};
+        ELSIF agent AND envelope ->> 'source_adapter' IS DISTINCT FROM bound THEN
+            RAISE EXCEPTION 'role % may append only events of adapter %, not of %',
+                session_user, bound,
+                coalesce('adapter ' || left(to_jsonb(envelope ->> 'source_adapter')::text, 80),
+                         'no adapter')
+                USING ERRCODE = 'insufficient_privilege';
+        ELSIF agent AND NOT {schema}.agent_may_write(envelope -> 'payload') THEN
+            RAISE EXCEPTION {refusal}, session_user, {refused_action}
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        previous := sha256('\\x02'::bytea || previous || sha256('\\x00'::bytea || bodies[n]));
+        links[n] := previous;
+    END LOOP;
+    IF agent AND total > 0 AND NOT EXISTS (
+        SELECT 1 FROM {schema}.events e WHERE {schema}.is_operator_added(e.body)) THEN
+        RAISE EXCEPTION 'role % may not append yet: the log has no operator key (register '
+            'one: factledger pg init --operator-key FILE, or factledger operator add)',
+            session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    INSERT INTO {schema}.events (position, event_id, body, chain_hash)
+        SELECT head_position + given.n, given.id, given.body, given.link
+          FROM unnest(event_ids, bodies, links) WITH ORDINALITY AS given (id, body, link, n);
+    INSERT INTO {schema}.content (position, text, salt)
+        SELECT head_position + given.n, given.text, given.salt
+          FROM unnest(texts, salts) WITH ORDINALITY AS given (text, salt, n);
+    RETURN links;
+END
+$$"""
+"""The one way a writer appends (format v2): under the head lock, each event is checked (its
+size, its body an envelope of a known kind with the fields the kind needs, naming the position
+and event id it is stored under, and for an agent login its adapter and a kind agents write),
+its chain link computed here with SHA-256, and the rows written with their texts; the new
+chain values are returned for the client to compare with its own."""
+
+_REFUSE_LEGACY_APPEND = """CREATE OR REPLACE FUNCTION {schema}.append_events(
+    event_ids text[], bodies bytea[], texts bytea[], salts bytea[]
+) RETURNS bytea[]
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RAISE EXCEPTION '%.events holds a format-v1 log, which is read, verified and exported but '
+        'never written; copy it into a new log with `factledger migrate OLD NEW --key FILE`',
+        {schema_name}
+        USING ERRCODE = {legacy};
+END
+$$"""
+"""A format-v1 log's only write path, once `pg init` has run on it: a refusal."""
 
 _TRIGGERS = (
     """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.events
@@ -192,9 +336,28 @@ _TRIGGERS = (
     FOR EACH STATEMENT EXECUTE FUNCTION {schema}.after_append()""",
 )
 
-_KIND_RULES = ("envelope(bytea)", "is_operator_added(bytea)", "agent_may_write(jsonb)")
-"""Functions a writer's appends run (the index on operator keys, the agents' checks)."""
-_FUNCTIONS = ("refuse_change()", "check_head()", *_KIND_RULES, "after_append()")
+_RULES = (
+    _ENVELOPE,
+    _IS_OPERATOR_ADDED,
+    _AGENT_MAY_WRITE,
+    _AFTER_APPEND,
+    _LOCK_HEAD,
+    _APPEND_EVENTS,
+)
+"""The functions holding the log's rules, written in from this version's payload types and
+limits: created with the log, and replaced by `upgrade` (`pg init` on an existing log)."""
+_APPEND = "append_events(text[], bytea[], bytea[], bytea[])"
+_WRITE_PATH = ("lock_head()", _APPEND)
+"""The functions a writer may call: the only way it changes the log."""
+_FUNCTIONS = (
+    "refuse_change()",
+    "check_head()",
+    "envelope(bytea)",
+    "is_operator_added(bytea)",
+    "agent_may_write(jsonb)",
+    "after_append()",
+    *_WRITE_PATH,
+)
 
 _SQL_CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS {schema}"
 _SQL_CREATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('factledger schema ' || %s))"
@@ -208,27 +371,29 @@ _SQL_HEAD_INSERT = "INSERT INTO {schema}.head (position, chain_hash) VALUES (0, 
 
 _SQL_ROLE_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s)"
 _SQL_CREATE_GROUP = "CREATE ROLE {role} NOLOGIN"
+_SQL_REVOKE_FUNCTIONS = "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA {schema} FROM PUBLIC"
+_SQL_FORMAT = "SELECT value FROM {schema}.meta WHERE name = 'format'"
 _SQL_OWNERSHIP = (
     "ALTER SCHEMA {schema} OWNER TO {owner}",
-    "ALTER TABLE {schema}.meta OWNER TO {owner}",
-    "ALTER TABLE {schema}.events OWNER TO {owner}",
+    *(f"ALTER TABLE {{schema}}.{table} OWNER TO {{owner}}" for table in _V1_TABLES),
+    f"ALTER FUNCTION {{schema}}.{_APPEND} OWNER TO {{owner}}",
+)
+_SQL_V2_OWNERSHIP = (
     "ALTER TABLE {schema}.content OWNER TO {owner}",
-    "ALTER TABLE {schema}.head OWNER TO {owner}",
-    "ALTER TABLE {schema}.agents OWNER TO {owner}",
     *(f"ALTER FUNCTION {{schema}}.{function} OWNER TO {{owner}}" for function in _FUNCTIONS),
 )
 _SQL_PRIVILEGES = (
     "REVOKE ALL ON SCHEMA {schema} FROM PUBLIC",
     "REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM PUBLIC",
-    "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA {schema} FROM PUBLIC",
+    _SQL_REVOKE_FUNCTIONS,
+    "REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {writer}, {reader}",
+    "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA {schema} FROM {writer}, {reader}",
     "GRANT CONNECT ON DATABASE {database} TO {owner}, {writer}, {reader}",
     "GRANT USAGE ON SCHEMA {schema} TO {writer}, {reader}",
     "GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {writer}, {reader}",
-    "GRANT INSERT ON {schema}.events TO {writer}",
-    "GRANT INSERT ON {schema}.content TO {writer}",
-    "GRANT UPDATE (position, chain_hash) ON {schema}.head TO {writer}",
-    *(f"GRANT EXECUTE ON FUNCTION {{schema}}.{name} TO {{writer}}" for name in _KIND_RULES),
+    f"GRANT EXECUTE ON FUNCTION {{schema}}.{_APPEND} TO {{writer}}",
 )
+_SQL_V2_PRIVILEGES = ("GRANT EXECUTE ON FUNCTION {schema}.lock_head() TO {writer}",)
 _SQL_DATABASE = "SELECT current_database()"
 _SQL_ADMINISTRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('factledger administration'))"
 """Taken first by every administration transaction: logs in several schemas of one database
@@ -333,8 +498,9 @@ def render(template: str, schema: str, **names: str) -> str:
 
 
 def _kind_rule(template: str, schema: str) -> sql.Composed:
-    """A function of the kind rules, its kinds and fields written in from the payload types
-    (`eventlog.events`): a kind added there is refused to agents here unless agents write it."""
+    """A function of the log's rules, its kinds and fields written in from the payload types
+    (`eventlog.events`) and its limits from `eventlog.formats`: a kind added there is known
+    here, and refused to agents unless agents write it."""
     operator_added = kind_of(OperatorAdded)
     in_payload = _operator_fields(sql.SQL("payload"))
     in_envelope = _operator_fields(sql.SQL("(envelope -> 'payload')"))
@@ -351,14 +517,48 @@ def _kind_rule(template: str, schema: str) -> sql.Composed:
             "role % is an agent login: it may not append %; only operators write "
             + ", ".join(actions)
         ),
-        refused=sql.SQL("CASE {cases} ELSE coalesce({kind}, 'an unreadable event') END").format(
+        refused_action=sql.SQL(
+            "CASE {cases} ELSE coalesce({kind}, 'an unreadable event') END"
+        ).format(
             cases=sql.SQL(" ").join(
                 sql.SQL("WHEN {test} THEN {label}").format(test=test, label=sql.Literal(label))
                 for test, label in in_envelope
             ),
             kind=sql.SQL("envelope -> 'payload' ->> 'kind'"),
         ),
+        refused=sql.Literal(REFUSED_EVENT),
+        legacy=sql.Literal(LEGACY_FORMAT),
+        schema_name=sql.Literal(schema),
+        max_body=sql.Literal(MAX_ENVELOPE_BYTES),
+        max_text=sql.Literal(MAX_TEXT_BYTES),
+        salt_bytes=sql.Literal(SALT_BYTES),
+        envelope_fields=sql.SQL(", ").join(map(sql.Literal, _ENVELOPE_FIELDS)),
+        envelope_names=sql.SQL(", ".join(_ENVELOPE_FIELDS)),
+        kinds=sql.SQL(", ".join(sorted(_REQUIRED_FIELDS))),
+        known=sql.SQL("(CASE kind {cases} END)").format(
+            cases=sql.SQL(" ").join(
+                sql.SQL("WHEN {kind} THEN {test}").format(
+                    kind=sql.Literal(kind),
+                    test=sql.SQL("envelope -> 'payload' ?& ARRAY[{fields}]").format(
+                        fields=sql.SQL(", ").join(map(sql.Literal, fields))
+                    )
+                    if fields
+                    else sql.SQL("true"),
+                )
+                for kind, fields in sorted(_REQUIRED_FIELDS.items())
+            )
+        ),
     )
+
+
+def _required(struct: type[msgspec.Struct]) -> tuple[str, ...]:
+    """The names under which `struct` encodes the fields it cannot decode without."""
+    return tuple(f.encode_name for f in msgspec.structs.fields(struct) if f.required)
+
+
+_ENVELOPE_FIELDS = _required(Envelope)
+_REQUIRED_FIELDS = {kind_of(t): _required(t) for t in PAYLOAD_TYPES}
+"""Per kind the log knows, the payload fields an event of it must hold."""
 
 
 def _operator_fields(payload: sql.Composable) -> list[tuple[sql.Composed, str]]:
@@ -392,14 +592,38 @@ def create(conn: psycopg.Connection[Any], schema: str, log_id: str, genesis: byt
     conn.execute(render(_SQL_CREATE_SCHEMA, schema))
     for statement in (*_TABLES, _REFUSE_CHANGE, _CHECK_HEAD):
         conn.execute(render(statement, schema))
-    for rule in (_ENVELOPE, _IS_OPERATOR_ADDED, _AGENT_MAY_WRITE, _AFTER_APPEND):
-        conn.execute(_kind_rule(rule, schema))
+    _install_rules(conn, schema, CURRENT)
     for statement in (_OPERATOR_INDEX, *_TRIGGERS):
         conn.execute(render(statement, schema))
     conn.execute(render(_SQL_META_INSERT, schema), ("log_id", log_id))
     conn.execute(render(_SQL_META_INSERT, schema), ("format", marker(FORMAT_PREFIX)))
     conn.execute(render(_SQL_HEAD_INSERT, schema), (genesis,))
     return True
+
+
+def upgrade(conn: psycopg.Connection[Any], schema: str) -> LogFormat:
+    """Replace an existing log's rules with this version's, in the caller's transaction, and
+    return its format: a v2 log gets this version's kinds and limits, a v1 log a write path
+    that refuses every append (it is read, never written)."""
+    conn.execute(_SQL_CREATION_LOCK, (schema,))
+    log_format = format_of(conn, schema)
+    _install_rules(conn, schema, log_format)
+    return log_format
+
+
+def format_of(conn: psycopg.Connection[Any], schema: str) -> LogFormat:
+    """The format of the log in `schema` (`eventlog.formats`)."""
+    row = conn.execute(render(_SQL_FORMAT, schema)).fetchone()
+    return format_named(FORMAT_PREFIX, row[0] if row else None, f"schema {schema}")
+
+
+def _install_rules(conn: psycopg.Connection[Any], schema: str, log_format: LogFormat) -> None:
+    """Create or replace the functions holding the rules of a log of `log_format`, callable
+    by nobody until `grant`."""
+    rules = _RULES if log_format is CURRENT else (_REFUSE_LEGACY_APPEND,)
+    for rule in rules:
+        conn.execute(_kind_rule(rule, schema))
+    conn.execute(render(_SQL_REVOKE_FUNCTIONS, schema))
 
 
 def serialize_administration(conn: psycopg.Connection[Any]) -> None:
@@ -416,11 +640,15 @@ def create_group_roles(conn: psycopg.Connection[Any], names: Roles) -> None:
 
 
 def grant(conn: psycopg.Connection[Any], schema: str, names: Roles) -> None:
-    """Give the schema to the owner role, the writer INSERT on the log and UPDATE on the
-    head, writer and reader SELECT; PUBLIC nothing."""
+    """Give the schema and its functions to the owner role; writer and reader may SELECT,
+    the writer may call the write path (`lock_head`, `append_events`) and nothing else;
+    PUBLIC nothing."""
     row = conn.execute(_SQL_DATABASE).fetchone()
     database = str(row[0]) if row else ""
-    for statement in (*_SQL_OWNERSHIP, *_SQL_PRIVILEGES):
+    statements = [*_SQL_OWNERSHIP, *_SQL_PRIVILEGES]
+    if format_of(conn, schema) is CURRENT:
+        statements += [*_SQL_V2_OWNERSHIP, *_SQL_V2_PRIVILEGES]
+    for statement in statements:
         conn.execute(render(statement, schema, database=database, **names._asdict()))
 
 

@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from eventlog import MemoryAdded, NewEvent
+
 AREA_TAGS = (
     "backend", "tests", "frontend", "api", "docs", "src", "qa", "security",
     "infra", "database", "auth", "ui", "ci", "cli", "build", "schema",
@@ -134,3 +136,15 @@ def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     """Consecutive slices of at most `size` items."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def memory_drafts(corpus: Corpus, count: int) -> list[NewEvent]:
+    """Realistic memory events (80 to 400 characters of content each)."""
+    return [
+        NewEvent(
+            payload=MemoryAdded(type=m.type, content=m.content, tags=m.tags, task_id=m.task_id),
+            producer_task_id="bench-task",
+            source_adapter=m.source_adapter,
+        )
+        for m in corpus.memories(count)
+    ]

@@ -26,10 +26,10 @@ from urllib.parse import quote, urlsplit
 
 import psycopg
 
-from eventlog import MAX_CONTENT_BYTES, MemoryAdded, NewEvent
+from eventlog import MAX_CONTENT_BYTES, NewEvent
 from eventlog.drafts import prepare, seal
 from eventlog.postgres import PostgresEventLog
-from tests.bench.corpus import Corpus
+from tests.bench.corpus import Corpus, memory_drafts
 from tests.bench.quiet import silence_logs
 from tests.bench.sampling import Paired, paired, rate
 
@@ -59,18 +59,6 @@ def bodies(events: list[NewEvent]) -> list[bytes]:
         )
         sealed.append(body)
     return sealed
-
-
-def drafts(corpus: Corpus, count: int) -> list[NewEvent]:
-    """Realistic memory events (80 to 400 characters of content each)."""
-    return [
-        NewEvent(
-            payload=MemoryAdded(type=m.type, content=m.content, tags=m.tags, task_id=m.task_id),
-            producer_task_id="bench-task",
-            source_adapter=m.source_adapter,
-        )
-        for m in corpus.memories(count)
-    ]
 
 
 class Theirs:
@@ -121,10 +109,10 @@ def measure(
     """`rounds` paired rounds of `count` transactions of `size` events each."""
 
     def our_round() -> float:
-        return rate(count * size, each(ours, [drafts(corpus, size) for _ in range(count)]))
+        return rate(count * size, each(ours, [memory_drafts(corpus, size) for _ in range(count)]))
 
     def their_round() -> float:
-        work = [bodies(drafts(corpus, size)) for _ in range(count)]
+        work = [bodies(memory_drafts(corpus, size)) for _ in range(count)]
         return rate(count * size, each(theirs, work))
 
     return paired(rounds, their_round, our_round)

@@ -19,10 +19,12 @@ psycopg = pytest.importorskip("psycopg")
 from eventlog import (  # noqa: E402  # noqa: E402
     MAX_CONTENT_BYTES,
     OPERATOR_KINDS,
+    CorruptLogError,
     EventLog,
     EventNotFoundError,
     FactledgerError,
     InvalidInputError,
+    LegacyFormatError,
     LogBusyError,
     LogExistsError,
     NewEvent,
@@ -328,8 +330,8 @@ def test_logs_in_several_schemas_can_be_made_at_once(pg: PgLog) -> None:
 
 
 def test_init_schema_creates_roles_with_least_privilege(pg: PgLog) -> None:
-    """The owner owns the schema; the writer may insert and select the log and update only
-    the head's two columns; the reader may select; PUBLIC may do nothing."""
+    """The owner owns the schema; the writer may select, and changes nothing but through the
+    write path (no INSERT, no UPDATE of the head); the reader may select; PUBLIC nothing."""
     roles = init_schema(pg.dsn, role_prefix=pg.roles)
     assert (f"{pg.roles}_owner", f"{pg.roles}_writer", f"{pg.roles}_reader") == roles
     table = f"{pg.schema}.events"
@@ -353,7 +355,7 @@ def test_init_schema_creates_roles_with_least_privilege(pg: PgLog) -> None:
     assert {
         "owner": (roles.owner,),
         "public": (False, False),
-        "writer": (True, True, False, False, False, True, False),
+        "writer": (False, True, False, False, False, False, False),
         "reader": (True, False, False),
     } == found
     assert roles == init_schema(pg.dsn, role_prefix=pg.roles)
@@ -479,16 +481,16 @@ def test_a_refused_append_raises_one_error_and_logs_nothing(
     assert [] == [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")]
 
 
-def raw_insert(pg: PgLog, body: bytes, position: int) -> list[str]:
-    """Insert `body` at `position` by raw SQL as the agent's login, as it is and after `SET
-    ROLE` to the writer; return the server's refusals."""
-    insert = f"INSERT INTO {pg.schema}.events VALUES (%s, 'raw', %s, %s)"
+def raw_insert(pg: PgLog, body: bytes, event_id: str) -> list[str]:
+    """Append `body` under `event_id` by raw SQL through the log's write path as the agent's
+    login, as it is and after `SET ROLE` to the writer; return the server's refusals."""
+    append = f"SELECT {pg.schema}.append_events(ARRAY[%s], ARRAY[%s], ARRAY[''::bytea], ARRAY[%s])"
     refusals = []
     with psycopg.connect(pg.as_role(f"{pg.roles}_codex"), autocommit=True) as conn:
         for prelude in ("RESET ROLE", f'SET ROLE "{pg.roles}_writer"'):
             conn.execute(prelude)
             with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
-                conn.execute(insert, (position, body, b"\x00" * 32))
+                conn.execute(append, (event_id, body, b"\x00" * 32))
             refusals.append(str(refused.value))
     return refusals
 
@@ -496,8 +498,9 @@ def raw_insert(pg: PgLog, body: bytes, position: int) -> list[str]:
 def test_an_agent_cannot_escape_its_binding_by_sql(pg: PgLog, agent: PostgresEventLog) -> None:
     """Raw SQL with a hand-made body is refused too, also after `SET ROLE` to the writer."""
     agent.append(memory("first", source_adapter="codex"))
-    body = list(agent.scan())[-1].body.replace(b'"codex"', b'"claude-code"')
-    refusals = raw_insert(pg, body.replace(b'"position":2,', b'"position":3,'), 3)
+    stored = list(agent.scan())[-1]
+    body = stored.body.replace(b'"codex"', b'"claude-code"')
+    refusals = raw_insert(pg, body.replace(b'"position":2,', b'"position":3,'), stored.event_id)
     assert all("adapter codex" in refusal for refusal in refusals), refusals
     assert 2 == agent.head().position
 
@@ -506,7 +509,8 @@ OPERATOR_ACTIONS = [e for e in EVERY_KIND if is_operator_action(e.payload)]
 
 
 def encode(event: NewEvent, position: int = 3) -> bytes:
-    """The body the log would store for `event` at `position`."""
+    """The body the log would store for `event` at `position` (under event id `raw`)."""
+    event = msgspec.structs.replace(event, event_id="raw")
     prepared = prepare(event, clock_ns=time.time_ns, max_content_bytes=MAX_CONTENT_BYTES)
     return seal(prepared, position, b"\x00" * 32)[0]
 
@@ -551,8 +555,8 @@ def test_an_agent_login_writes_every_other_kind(agent: PostgresEventLog) -> None
 def test_raw_sql_cannot_slip_an_operator_action_past_the_kind_check(
     pg: PgLog, agent: PostgresEventLog
 ) -> None:
-    """Hand-made rows as an agent's login, also after `SET ROLE`: every operator action, one
-    spelled with a JSON escape, a body that is not an event: each is refused."""
+    """Hand-made rows as an agent's login, also after `SET ROLE`: every operator action, and
+    one spelled with a JSON escape: each is refused."""
     agent.append(memory("first", source_adapter="codex"))
     bodies = {
         ("import" if e.payload.kind == "memory_added" else e.payload.kind): encode(
@@ -563,9 +567,8 @@ def test_raw_sql_cannot_slip_an_operator_action_past_the_kind_check(
     bodies["escaped"] = bodies["quarantine_applied"].replace(
         b"quarantine_applied", b"quarantine\\u005fapplied"
     )
-    bodies["not an event"] = b'{"source_adapter":"codex","payload":[1]}'
     for name, body in bodies.items():
-        refusals = raw_insert(pg, body, 3)
+        refusals = raw_insert(pg, body, "raw")
         assert all("is an agent login" in refusal for refusal in refusals), (name, refusals)
     assert 2 == agent.head().position
 
@@ -681,3 +684,57 @@ def test_errors_map_by_sqlstate_not_message(
         translated = translate(error(message), "write", "log")  # type: ignore[arg-type]
         assert expected is type(translated)
         assert says in str(translated)
+
+
+def test_a_client_catches_a_server_that_keeps_another_chain(pg: PgLog) -> None:
+    """A server whose write path links with another prefix is caught by the client on the
+    append (CorruptLogError naming the position) and by verification afterwards."""
+    log = PostgresEventLog(pg.dsn)
+    log.append(memory("honest"))
+    with admin(pg) as conn:
+        row = conn.execute(
+            "SELECT pg_get_functiondef(%s::regprocedure)",
+            (f"{pg.schema}.append_events(text[], bytea[], bytea[], bytea[])",),
+        ).fetchone()
+        assert row is not None and "'\\x02'::bytea" in row[0]
+        conn.execute(row[0].replace("'\\x02'::bytea", "'\\x03'::bytea"))
+    with pytest.raises(CorruptLogError, match="computed a chain value at position 2"):
+        log.append(memory("lied about"))
+    assert not verify_chain(log).ok
+    log.close()
+
+
+def test_init_on_a_v1_log_keeps_it_and_makes_it_read_only(pg: PgLog) -> None:
+    """`pg init` on a format-v1 schema succeeds and leaves its events readable; its write
+    path then refuses every append, naming `factledger migrate`, in the client and in raw
+    SQL."""
+    roles = init_schema(pg.dsn, role_prefix=pg.roles)
+    PostgresEventLog(pg.dsn).close()
+    with admin(pg) as conn:
+        conn.execute(f"DROP TABLE {pg.schema}.content")
+        conn.execute(f"DROP FUNCTION {pg.schema}.lock_head(), {pg.schema}.append_events")
+        conn.execute(f"ALTER TABLE {pg.schema}.meta DISABLE TRIGGER append_only")
+        conn.execute(f"UPDATE {pg.schema}.meta SET value = 'factledger-postgres-log/1'"
+                     " WHERE name = 'format'")  # fmt: skip
+        conn.execute(f"ALTER TABLE {pg.schema}.meta ENABLE TRIGGER append_only")
+    assert roles == init_schema(pg.dsn, role_prefix=pg.roles)
+    writer = PostgresEventLog(login(pg, f"{pg.roles}_svc", roles.writer))
+    try:
+        assert 1 == writer.log_format.version
+        with pytest.raises(LegacyFormatError, match="factledger migrate"):
+            writer.append(memory("refused"))
+        with pytest.raises(LegacyFormatError, match="factledger migrate"), writer.transaction():
+            pass
+        raw_dsn = login(pg, f"{pg.roles}_svc2", roles.writer)
+        with psycopg.connect(raw_dsn) as conn, pytest.raises(psycopg.Error) as raw:
+            conn.execute(
+                f"SELECT {pg.schema}.append_events(ARRAY['x'], ARRAY['\\x7b7d'::bytea],"
+                " ARRAY[''::bytea], ARRAY[''::bytea])"
+            )
+        assert (schema.LEGACY_FORMAT, True) == (
+            raw.value.sqlstate,
+            "factledger migrate" in str(raw.value),
+        )
+        assert 0 == writer.head().position
+    finally:
+        writer.close()
