@@ -119,9 +119,11 @@ def _unsigned(payload: RecordedPayload) -> RecordedPayload:
     return msgspec.structs.replace(payload, authorization=msgspec.UNSET)
 
 
-def key_hash(name: str, public_key: bytes) -> bytes:
-    """C2SP signed-note's 4-byte hash of an Ed25519 key named `name`."""
-    return hashlib.sha256(name.encode("utf-8") + b"\n" + bytes([ED25519]) + public_key).digest()[:4]
+def key_hash(name: str, public_key: bytes, *, signature_type: int = ED25519) -> bytes:
+    """C2SP signed-note's 4-byte hash of a key named `name` whose signatures are of
+    `signature_type` (Ed25519 by default; a witness's cosignatures are type 0x04)."""
+    prefix = name.encode("utf-8") + b"\n" + bytes([signature_type])
+    return hashlib.sha256(prefix + public_key).digest()[:4]
 
 
 def key_id(name: str, public_key: bytes) -> str:

@@ -15,6 +15,7 @@ from replay.audit import AuditProblem, AuditReport, CheckpointSummary
 from replay.bootstrap import LogMade, init_log, init_postgres
 from replay.checkpoints import Checkpoint, NoteSignature
 from replay.conflicts import HeldVersion, policy_owners
+from replay.cosignatures import cosignature_time
 from replay.errors import (
     KeyFileError,
     LedgerClosedError,
@@ -134,6 +135,7 @@ __all__ = [
     "blame",
     "blast_radius",
     "checkpoint",
+    "cosignature_time",
     "diff",
     "export_log",
     "generate_key",

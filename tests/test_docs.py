@@ -79,9 +79,10 @@ def blocks_of(path: Path) -> list[Block]:
 ALL_BLOCKS = [block for path in DOCUMENTS for block in blocks_of(path)]
 
 
-def docs_export_verifier() -> ExportVerifier:
+def docs_export_functions() -> dict[str, Any]:
     """The offline verifier of docs/spec/export.md: its block's imports, constants and
-    functions, as written (the rest of the block, which makes a log to verify, left out)."""
+    functions, as written (the rest of the block, which makes a log to verify, left out),
+    by name."""
     [block] = [b for b in blocks_of(EXPORT_SPEC) if b.language == "python"]
     tree = ast.parse(block.code)
     tree.body = [
@@ -95,7 +96,12 @@ def docs_export_verifier() -> ExportVerifier:
     ]
     namespace: dict[str, Any] = {}
     exec(compile(tree, str(EXPORT_SPEC), "exec"), namespace)
-    verify_export: ExportVerifier = namespace["verify_export"]
+    return namespace
+
+
+def docs_export_verifier() -> ExportVerifier:
+    """The documented offline verifier's `verify_export`."""
+    verify_export: ExportVerifier = docs_export_functions()["verify_export"]
     return verify_export
 
 
