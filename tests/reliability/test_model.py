@@ -385,6 +385,7 @@ class StoreMachine(RuleBasedStateMachine):
     forged = 0
     forged_receipts = 0
     tainted = 0
+    own_shown = 0
     tainted_writes = 0
     held = 0
     held_first = 0
@@ -693,6 +694,7 @@ class StoreMachine(RuleBasedStateMachine):
         ] == [(e.position, e.reason, e.source) for e in receipt.payload.excluded]
         model.expose((reader_adapter or "", task_id or "", run_id or ""), receipt.payload.included)
         StoreMachine.tainted += len(tainted)
+        StoreMachine.own_shown += sum(row.adapter not in TRUSTING for _, _, row in included)
         assert (text == "") == (not included)
         for _, _, row in included:
             assert visible(row.content) in text
@@ -1188,14 +1190,16 @@ def test_store_behaves_like_its_plain_python_model(
     (policies naming the forger as owner among them) and forged receipts (another task's,
     under another adapter, or with payload and envelope adapters that disagree) appended
     around the API, reopens and rebuild checks: every read and every receipt (tainted
-    entries kept out, naming their source) equals the model's answer, exactly the writes the
-    model holds tainted are, the head is always the model's, and whenever checked the read
-    model equals a refold of the log. The same examples every run, unless --hypothesis-seed
+    entries kept out, naming their source; a reader's own adapter trusted, and recorded in
+    its receipt's policy) equals the model's answer, with each content hash the keyed hash of
+    its text under the salt the log stored, exactly the writes the model holds tainted are,
+    the head is always the model's, and whenever checked the read model equals a refold of
+    the log. The same examples every run, unless --hypothesis-seed
     picks others."""
     StoreMachine.examples = StoreMachine.steps = 0
     StoreMachine.quarantines = StoreMachine.releases = 0
     StoreMachine.refused = StoreMachine.forged = StoreMachine.forged_receipts = 0
-    StoreMachine.tainted = StoreMachine.tainted_writes = 0
+    StoreMachine.tainted = StoreMachine.tainted_writes = StoreMachine.own_shown = 0
     StoreMachine.held = StoreMachine.decided = StoreMachine.held_first = 0
     StoreMachine.keys = {name: read_operator_key(key_file(tmp_path, name)) for name in KEY_NAMES}
     run_state_machine_as_test(
@@ -1215,6 +1219,7 @@ def test_store_behaves_like_its_plain_python_model(
         f"{StoreMachine.refused} refused operator actions, {StoreMachine.forged} forged, "
         f"{StoreMachine.forged_receipts} forged receipts, "
         f"{StoreMachine.tainted} kept out as tainted, "
+        f"{StoreMachine.own_shown} shown to their own adapter only, "
         f"{StoreMachine.tainted_writes} tainted writes checked, "
         f"{StoreMachine.held} held or denied ({StoreMachine.held_first} written first), "
         f"{StoreMachine.decided} decided"
@@ -1224,4 +1229,5 @@ def test_store_behaves_like_its_plain_python_model(
     assert StoreMachine.refused > 0 and StoreMachine.forged > 0
     assert StoreMachine.forged_receipts > 0 and StoreMachine.tainted_writes > 0
     assert StoreMachine.tainted > 0 and StoreMachine.held > 0 and StoreMachine.decided > 0
+    assert StoreMachine.own_shown > 0
     assert StoreMachine.held_first > 0
