@@ -2,7 +2,8 @@
 path and agents' reads, as README documents them.
 
 `__all__` is what users call. `replay` reaches the rest of the package through
-`projections.internal`; every other module is the package's own (docs/architecture.md).
+`projections.internal`; every other module is private, its name starting with `_`
+(docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from eventlog import (
     __version__,
 )
-from projections.agent_reads import (
+from projections._agent_reads import (
     AgentEntries,
     AgentFacts,
     AgentIdentity,
@@ -20,40 +21,40 @@ from projections.agent_reads import (
     read_tags,
     recall,
 )
-from projections.compat import (
+from projections._compat import (
     CrossTaskKB,
     PublishCounter,
     SQLiteMemoryStore,
     get_global_counter,
 )
-from projections.entries import (
+from projections._entries import (
     Fact,
     MemoryEntry,
 )
-from projections.errors import (
+from projections._errors import (
     CacheChoiceError,
     CacheRefusedError,
     LegacyImportError,
     SyncTimeoutError,
 )
-from projections.prompt import (
+from projections._prompt import (
     Recall,
     load_persistent_memory,
     recall_memory,
 )
-from projections.receipts import Receipt
-from projections.redaction import (
+from projections._receipts import Receipt
+from projections._redaction import (
     redact_value,
 )
-from projections.trust import (
+from projections._trust import (
     MemoryTrustPolicy,
     active_trust_policy,
 )
-from projections.view import (
+from projections._view import (
     MemoryView,
     open_view,
 )
-from projections.visible import (
+from projections._visible import (
     escape_invisible,
 )
 

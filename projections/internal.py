@@ -6,18 +6,22 @@ change with the package; users import `projections` (docs/architecture.md).
 
 from __future__ import annotations
 
-from projections import conflicts, environment, inquiries, lineage, reading
-from projections.agent_reads import (
+from projections import _conflicts as conflicts
+from projections import _environment as environment
+from projections import _inquiries as inquiries
+from projections import _lineage as lineage
+from projections import _reading as reading
+from projections._agent_reads import (
     agent_reading,
     policy_for,
 )
-from projections.cache import (
+from projections._cache import (
     cache_hint,
     check_cache,
     linked_events,
     open_read_model,
 )
-from projections.comparison import (
+from projections._comparison import (
     DriftReport,
     TableComparison,
     checkpoint_drift,
@@ -25,23 +29,23 @@ from projections.comparison import (
     read_model_drift,
     table_digests,
 )
-from projections.database import (
+from projections._database import (
     ScratchDatabase,
 )
-from projections.knowledge import (
+from projections._knowledge import (
     Identity,
     KnowledgeProjector,
     fact_identity,
     matching_positions,
     run_key,
 )
-from projections.legacy import (
+from projections._legacy import (
     LegacyFile,
     holds_legacy_table,
     legacy_events,
     legacy_identity,
 )
-from projections.projector import (
+from projections._projector import (
     LiveReadModel,
     ProjectedTransaction,
     Projection,
@@ -49,17 +53,17 @@ from projections.projector import (
     batches,
     fold,
 )
-from projections.reads import (
+from projections._reads import (
     Queryable,
 )
-from projections.receipts import (
+from projections._receipts import (
     ReceiptProjector,
     receipts,
 )
-from projections.tags import (
+from projections._tags import (
     list_tags,
 )
-from projections.validation import (
+from projections._validation import (
     MEMORY_TYPES,
     SCOPES,
     MemoryType,
@@ -68,7 +72,7 @@ from projections.validation import (
     check_scope,
     check_tag,
 )
-from projections.view import (
+from projections._view import (
     default_projectors,
     read_model_at_head,
     view_at,

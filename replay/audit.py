@@ -5,7 +5,7 @@ size, folds the leaf hashes into a Merkle root in O(log n) memory. The read mode
 the log's file is held to the log too: its projector checkpoints always (a read model that
 folded past the head, or at a chain value the log does not hold, shows a cut or rewritten
 log; tables kept with no checkpoint, an edited checkpoint table), and with `deep` every row
-of every projection, against the log refolded (`projections.comparison`), a projection it
+of every projection, against the log refolded (`projections._comparison`), a projection it
 cannot compare counting as drift. A file holding the remains of a log, or none where a
 checkpoint says there was one, fails as `log_missing` (the verdict `log_missing` gives when
 no ledger opens on it). The log is only read.

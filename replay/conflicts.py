@@ -65,7 +65,7 @@ class HeldVersion(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def held_version(row: conflicts.Held) -> HeldVersion:
-    """A `HeldVersion` from a row of `projections.conflicts`."""
+    """A `HeldVersion` from a row of `projections._conflicts`."""
     return HeldVersion(
         position=row.position,
         scope=row.scope,

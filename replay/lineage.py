@@ -24,7 +24,7 @@ Direction = Literal["up", "down", "both"]
 DIRECTIONS: tuple[Direction, ...] = ("up", "down", "both")
 
 Step = Callable[[Queryable, Sequence[int]], list[graph.Link]]
-"""`projections.lineage.parents` or `children`."""
+"""`projections._lineage.parents` or `children`."""
 
 
 class LineageNode(msgspec.Struct, frozen=True, kw_only=True):

@@ -6,7 +6,7 @@ trusted. `add_operator` registers a key (the first one signed by itself, later o
 operator key; `replay.bootstrap` makes a log with its first key in the step that creates
 it); from then on every operator action must carry a signature by a key registered at its
 position, and the knowledge projector gives an unsigned or badly signed one no effect
-(`projections.operators`). These functions refuse such an action before writing anything,
+(`projections._operators`). These functions refuse such an action before writing anything,
 with `NotAuthorizedError`.
 """
 

@@ -22,7 +22,7 @@ def receipts(
 ) -> list[Receipt]:
     """The receipts of reads for `task_id` and `run_id` (None: any) after position `after`,
     oldest first, at most `limit`, each as its event in the log records it
-    (`projections.receipts`). Opened read-only, the ledger writes nothing."""
+    (`projections._receipts`). Opened read-only, the ledger writes nothing."""
     with ledger.at_head([ReceiptProjector()]) as (events, index):
         return find_receipts(
             index, events, task_id=task_id, run_id=run_id, after=after, limit=limit

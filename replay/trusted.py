@@ -1,5 +1,5 @@
 """Histories, blame and diffs as a reader is shown them: through the one read path
-(`projections.reading`), each version judged in the live read model, marked with its
+(`projections._reading`), each version judged in the live read model, marked with its
 verdict, and (for a named reader) only the trusted ones shown and the read receipted.
 
 The history, blame or diff itself is read from the log as `replay.history` reads it; the

@@ -10,7 +10,7 @@ import pytest
 import structlog
 
 from projections import SQLiteMemoryStore
-from projections.environment import SETTINGS
+from projections._environment import SETTINGS
 from replay import Ledger
 
 if TYPE_CHECKING:

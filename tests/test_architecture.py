@@ -15,15 +15,15 @@ SQL_HOMES = {
     "eventlog/sqlite.py",
     "eventlog/postgres.py",
     "eventlog/postgres_schema.py",
-    "projections/sql.py",
-    "projections/sql_knowledge.py",
-    "projections/sql_reads.py",
-    "projections/sql_audit.py",
-    "projections/database.py",
+    "projections/_sql.py",
+    "projections/_sql_knowledge.py",
+    "projections/_sql_reads.py",
+    "projections/_sql_audit.py",
+    "projections/_database.py",
 }
 """The log's SQL lives in its backends; the read model's in its SQL modules: its statements
-and the rows its queries return (`projections/sql*.py`), and its connections
-(`projections/database.py`)."""
+and the rows its queries return (`projections/_sql*.py`), and its connections
+(`projections/_database.py`)."""
 LOWER = {"eventlog": set(), "projections": {"eventlog"}, "replay": {"eventlog", "projections"}}
 EVENTLOG_INTERNALS = {
     "eventlog.sqlite",
@@ -35,7 +35,7 @@ INTERNAL = "projections.internal"
 """What `replay` uses from the read side beyond its public API, in one documented module."""
 PUBLIC_API_LIMIT = {"eventlog": 60, "projections": 30, "replay": 75}
 """The most names each package's `__all__` may hold: what users call and README documents."""
-WHOLE_TABLES = "projections/tables.py"
+WHOLE_TABLES = "projections/_tables.py"
 """Reads every row of any projector table as SQLite returns it, to compare and digest whole
 tables; every other row outside the SQL modules is the Struct its query declares."""
 SQL_TEXT = re.compile(
@@ -165,7 +165,7 @@ def test_the_internal_module_exports_only_what_replay_uses() -> None:
 @pytest.mark.parametrize("path", modules(), ids=relative)
 def test_rows_are_read_as_their_queries_structs_outside_the_sql_modules(path: Path) -> None:
     """Outside the SQL modules no row is read by position: a query returns the Structs it
-    declares (`projections.sql.Query`), and what a bare `execute` returns is only passed on
+    declares (`projections._sql.Query`), and what a bare `execute` returns is only passed on
     by another `execute` (a snapshot's, a transaction's) or dropped. Whole tables, compared
     as SQLite returns them, are `WHOLE_TABLES`'s."""
     if relative(path) in SQL_HOMES or relative(path) == WHOLE_TABLES:
@@ -237,3 +237,12 @@ def test_architecture_names_only_functions_that_exist() -> None:
         and not defines(ast.parse((ROOT / path).read_text(encoding="utf-8")), name)
     ]
     assert [] == missing
+
+
+def test_every_projections_module_but_the_two_doors_is_private_by_name() -> None:
+    """`projections/__init__.py` (the public API) and `projections/internal.py` (what
+    `replay` uses) are the package's only modules without a leading underscore."""
+    public = sorted(
+        p.name for p in (ROOT / "projections").glob("*.py") if not p.name.startswith("_")
+    )
+    assert ["internal.py"] == public

@@ -18,7 +18,7 @@ import pytest
 
 from eventlog import open_log
 from eventlog.contract import EVERY_KIND, fact
-from projections.environment import SETTINGS
+from projections._environment import SETTINGS
 from replay import export_log
 from replay.cli import app
 from replay.cli.docs import REGENERATE, reference
@@ -226,7 +226,7 @@ def test_every_command_is_documented(command: str) -> None:
 
 
 def test_the_environment_table_is_the_modules_table() -> None:
-    """README's one table of environment variables lists exactly projections.environment's
+    """README's one table of environment variables lists exactly projections._environment's
     settings: their variables in precedence order, defaults and meanings; the Development
     section alone names the test suite's own variables."""
     section = README.split("\n## The environment\n", 1)[1].split("\n## ", 1)[0]

@@ -4,7 +4,7 @@
 Reads by an agent (an adapter in FACTLEDGER_ADAPTER, or a PostgreSQL login bound to one)
 show what its trust policy trusts, with its own adapter's writes, and say on stderr how many
 rows they kept out; with --all they show every row. Each is receipted under the agent's
-task, run and adapter, through the one read path (`projections.reading`). An operator (no
+task, run and adapter, through the one read path (`projections._reading`). An operator (no
 adapter) sees every row and writes nothing. Every row shown is marked with its trust under
 the reader's policy.
 """

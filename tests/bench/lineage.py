@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from projections import MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory, recall_memory
-from projections.lineage import parents
+from projections._lineage import parents
 from tests.bench.sampling import latencies_ms, percentile
 
 TAGS = [f"tag{i}" for i in range(40)]

@@ -27,7 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eventlog import open_log, verify_chain
-from projections import CrossTaskKB, SQLiteMemoryStore, sql_reads
+from projections import (
+    CrossTaskKB,
+    SQLiteMemoryStore,
+)
+from projections import _sql_reads as sql_reads
 from tests.bench import raw
 from tests.bench.context import build_log
 from tests.bench.corpus import Corpus, Memory, chunks

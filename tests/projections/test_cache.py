@@ -39,14 +39,14 @@ from projections import (
     SyncTimeoutError,
     load_persistent_memory,
     open_view,
-    sql_knowledge,
-    sql_reads,
 )
-from projections.cache import CacheProjection
+from projections import _sql_knowledge as sql_knowledge
+from projections import _sql_reads as sql_reads
+from projections._cache import CacheProjection
+from projections._tables import table_rows
 from projections.internal import (
     view_at,
 )
-from projections.tables import table_rows
 from tests.histories import HISTORIES, Operation, play
 
 Host = Callable[..., SQLiteMemoryStore]
@@ -249,7 +249,7 @@ def _append_then_die(cache: str, log: str) -> None:
     """A writer that dies after its append committed in the log, before its cache folds."""
     import os
 
-    from projections.cache import CacheProjection as Projection
+    from projections._cache import CacheProjection as Projection
 
     def die(*_: object) -> None:
         os._exit(17)

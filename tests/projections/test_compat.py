@@ -1,5 +1,5 @@
 """The core classes and the replaced store's compatibility surface on top of them: a view
-defines reads only, the store adds the writes, and `projections.compat` adds the replaced
+defines reads only, the store adds the writes, and `projections._compat` adds the replaced
 store's helpers, counter and hook."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import pytest
 
 from eventlog import InvalidInputError
 from projections import CrossTaskKB, MemoryView, PublishCounter, SQLiteMemoryStore
-from projections.compat import get_global_counter
-from projections.kb import KnowledgeBase
-from projections.store import MemoryStore
-from projections.view import STORE_WRITES
+from projections._compat import get_global_counter
+from projections._kb import KnowledgeBase
+from projections._store import MemoryStore
+from projections._view import STORE_WRITES
 
 READS_A_STORE_ADDS = {"query_for_task", "read_model", "receipts", "sync"}
 """What `SQLiteMemoryStore` adds to a view that is a read (a view refuses none of these
@@ -43,7 +43,7 @@ def test_a_view_refuses_exactly_the_writes_a_store_adds() -> None:
 
 
 def test_the_core_classes_hold_no_compatibility_surface() -> None:
-    """The replaced store's helpers, counter and hook are `projections.compat`'s alone."""
+    """The replaced store's helpers, counter and hook are `projections._compat`'s alone."""
     assert set() == COMPAT & defined(MemoryStore)
     assert {"counter", "_fire_hook"}.isdisjoint(defined(KnowledgeBase))
     assert issubclass(SQLiteMemoryStore, MemoryStore)

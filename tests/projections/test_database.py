@@ -13,7 +13,7 @@ from eventlog import ReadOnlyStoreError, StorageError
 from projections import (
     SQLiteMemoryStore,
 )
-from projections.database import open_read_only
+from projections._database import open_read_only
 from projections.internal import (
     ScratchDatabase,
 )

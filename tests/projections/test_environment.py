@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from projections.environment import SETTINGS
+from projections._environment import SETTINGS
 from projections.internal import (
     environment,
 )

@@ -1,5 +1,5 @@
 """Tags and keys that look alike are one name or refused: NFC on every write and read, and
-letters of one script (`projections.lookalikes`)."""
+letters of one script (`projections._lookalikes`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from eventlog import FactPublished, InvalidInputError, MemoryAdded
 from projections import CrossTaskKB, SQLiteMemoryStore, load_persistent_memory
-from projections.lookalikes import script_of
-from projections.validation import check_key, check_tag, check_tags
+from projections._lookalikes import script_of
+from projections._validation import check_key, check_tag, check_tags
 from replay import history
 from replay.cli import main
 

@@ -14,7 +14,7 @@ import pytest
 from eventlog import EventNotFoundError, InvalidInputError, InvalidTypeError, open_log
 from eventlog.contract import memory
 from projections import MemoryView, SQLiteMemoryStore, open_view
-from projections.projector import ReadModelSnapshot
+from projections._projector import ReadModelSnapshot
 
 
 @pytest.fixture(params=["file", "cache", "folded"])

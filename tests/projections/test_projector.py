@@ -15,13 +15,13 @@ from projections import (
     CrossTaskKB,
     SQLiteMemoryStore,
 )
+from projections._knowledge import KnowledgeProjector
+from projections._tables import table_rows
 from projections.internal import (
     ScratchDatabase,
     default_projectors,
     fold,
 )
-from projections.knowledge import KnowledgeProjector
-from projections.tables import table_rows
 from tests.histories import HISTORIES, Operation, play
 
 StoreFactory = Callable[..., SQLiteMemoryStore]

@@ -18,7 +18,7 @@ from projections import (
     escape_invisible,
     load_persistent_memory,
 )
-from projections.prompt import (
+from projections._prompt import (
     HEADER,
     MAX_TILDE_RUN,
     PREAMBLE,
@@ -26,7 +26,7 @@ from projections.prompt import (
     render,
     visible,
 )
-from projections.visible import is_invisible
+from projections._visible import is_invisible
 
 pytestmark = pytest.mark.read_models
 

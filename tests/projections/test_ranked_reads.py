@@ -21,20 +21,20 @@ from projections import (
     MemoryTrustPolicy,
     SQLiteMemoryStore,
     load_persistent_memory,
-    reads,
-    sql,
 )
-from projections import prompt as prompt_module
+from projections import _prompt as prompt_module
+from projections import _reads as reads
+from projections import _sql as sql
+from projections._tables import table_rows
+from projections._trust import (
+    QUARANTINED,
+    UNTAGGED_NOT_TRUSTED,
+    UNTRUSTED_ADAPTER,
+)
 from projections.internal import (
     ScratchDatabase,
     default_projectors,
     fold,
-)
-from projections.tables import table_rows
-from projections.trust import (
-    QUARANTINED,
-    UNTAGGED_NOT_TRUSTED,
-    UNTRUSTED_ADAPTER,
 )
 
 pytestmark = pytest.mark.read_models

@@ -24,11 +24,11 @@ from projections import (
     recall,
     recall_memory,
 )
+from projections._reading import UNFILTERED
+from projections._verdicts import Judged, verdicts
 from projections.internal import (
     policy_for,
 )
-from projections.reading import UNFILTERED
-from projections.verdicts import Judged, verdicts
 from replay import Ledger
 from tests.read_models import ReadModelUnderTest
 

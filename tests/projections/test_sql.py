@@ -16,15 +16,15 @@ from eventlog import StorageError
 from projections import (
     SQLiteMemoryStore,
     load_persistent_memory,
-    sql,
-    sql_audit,
-    sql_knowledge,
-    sql_reads,
 )
+from projections import _sql as sql
+from projections import _sql_audit as sql_audit
+from projections import _sql_knowledge as sql_knowledge
+from projections import _sql_reads as sql_reads
 from replay import blast_radius, verify
 
 MODULES = (sql, sql_knowledge, sql_reads, sql_audit)
-"""The read model's statements (its connections are `projections.database`'s)."""
+"""The read model's statements (its connections are `projections._database`'s)."""
 QUERIES = {
     f"{module.__name__}.{name}": value
     for module in MODULES
@@ -62,7 +62,7 @@ def schema() -> Iterator[sqlite3.Connection]:
 def test_every_statement_that_returns_rows_is_a_query() -> None:
     """No string constant of the module starts with SELECT, WITH or a reading PRAGMA: a
     statement that returns rows is declared with the Struct its rows are read as (only the
-    whole-table chunks of `projections.tables` read any table's rows as they come)."""
+    whole-table chunks of `projections._tables` read any table's rows as they come)."""
     untyped = {
         name
         for module in MODULES

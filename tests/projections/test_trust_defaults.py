@@ -20,7 +20,7 @@ from projections import (
     recall,
     recall_memory,
 )
-from projections.prompt import KEPT_OUT_EVERYTHING, TRUST_HINT
+from projections._prompt import KEPT_OUT_EVERYTHING, TRUST_HINT
 
 pytestmark = pytest.mark.read_models
 

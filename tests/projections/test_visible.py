@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from projections import escape_invisible
-from projections.visible import DEFAULT_IGNORABLE, find_invisible, is_invisible
+from projections._visible import DEFAULT_IGNORABLE, find_invisible, is_invisible
 
 CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"}
 BLANK = {0x2800, 0x1D159}

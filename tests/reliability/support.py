@@ -15,11 +15,11 @@ from eventlog import EventLog, FactPublished, MemoryAdded, RecordedEvent, verify
 from projections import (
     SQLiteMemoryStore,
 )
+from projections._reads import Queryable
 from projections.internal import (
     default_projectors,
     fold,
 )
-from projections.reads import Queryable
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository root, put on the children's PYTHONPATH."""

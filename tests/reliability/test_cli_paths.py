@@ -11,7 +11,7 @@ import pytest
 
 from eventlog import RecallRecorded
 from projections import MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
-from projections.prompt import visible
+from projections._prompt import visible
 from replay.cli import main
 from tests.reliability.support import as_reader
 from tests.reliability.test_poisoning import ATTACKER, PAYLOADS, fenced_blocks

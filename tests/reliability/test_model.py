@@ -41,8 +41,8 @@ from projections import (
     SQLiteMemoryStore,
     load_persistent_memory,
 )
-from projections.prompt import visible
-from projections.taint import taint
+from projections._prompt import visible
+from projections._taint import taint
 from replay import (
     add_operator,
     approve,

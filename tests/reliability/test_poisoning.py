@@ -14,8 +14,8 @@ import pytest
 from eventlog import InvalidInputError, MemoryAdded, NewEvent, RecallRecorded
 from eventlog.checks import check_optional_identifier
 from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory
-from projections.prompt import visible
-from projections.visible import is_invisible
+from projections._prompt import visible
+from projections._visible import is_invisible
 
 ATTACKER = "evil-adapter"
 TRUSTED = "claude-code"

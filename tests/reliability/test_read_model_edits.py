@@ -28,10 +28,10 @@ from projections import (
     open_view,
     recall_memory,
 )
-from projections.drift import (
+from projections._drift import (
     READ_MODEL_MISMATCH,
 )
-from projections.trust import (
+from projections._trust import (
     QUARANTINED,
 )
 from replay import Ledger, checkpoint, quarantine, verify

@@ -12,7 +12,7 @@ import pytest
 
 from eventlog import NewEvent, RecallRecorded, content_hash, open_log
 from projections import MemoryTrustPolicy, SQLiteMemoryStore, recall_memory
-from projections.taint import TAINTED, taint
+from projections._taint import TAINTED, taint
 from replay import Ledger
 
 CODEX = MemoryTrustPolicy(trusted_adapters=frozenset({"codex"}))

@@ -21,7 +21,7 @@ from eventlog import (  # noqa: E402
 )
 from eventlog.postgres import PostgresEventLog, add_agent  # noqa: E402
 from projections import MemoryTrustPolicy, SQLiteMemoryStore, recall_memory  # noqa: E402
-from projections.taint import taint  # noqa: E402
+from projections._taint import taint  # noqa: E402
 from replay import Ledger, generate_key, init_postgres  # noqa: E402
 from tests.postgres import PgLog  # noqa: E402
 

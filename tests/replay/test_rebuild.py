@@ -28,12 +28,12 @@ from projections import (
     SQLiteMemoryStore,
     load_persistent_memory,
     open_view,
-    sql,
 )
+from projections import _sql as sql
+from projections._tables import table_digest, table_rows
 from projections.internal import (
     ScratchDatabase,
 )
-from projections.tables import table_digest, table_rows
 from replay import Ledger, RebuildReport, rebuild
 from replay.cli.output import to_json, to_text
 from tests.histories import HISTORIES, play

@@ -20,7 +20,7 @@ from projections import (
     read_facts,
     recall_memory,
 )
-from projections.taint import TAINTED, taint
+from projections._taint import TAINTED, taint
 from replay import Ledger, quarantine
 from tests.replay.spread import TRUSTING, three_hops
 

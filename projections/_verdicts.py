@@ -10,8 +10,8 @@ what is trusted or every row marked with its verdict. In this order, a row is:
    (`MemoryTrustPolicy.refusal`: `untrusted_adapter`, `untagged_not_trusted`, and
    `unsigned_import` for an import no operator signed);
 3. `read_model_mismatch` when it is a memory entry its event does not bear out
-   (`projections.drift`);
-4. `tainted` when a source upstream of it is any of these (`projections.taint`), naming that
+   (`projections._drift`);
+4. `tainted` when a source upstream of it is any of these (`projections._taint`), naming that
    source;
 
 and `trusted` otherwise.
@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from eventlog import Exclusion
-from projections import sql_reads
-from projections.drift import READ_MODEL_MISMATCH, unconfirmed_entries
-from projections.entries import MemoryEntry
-from projections.projector import ReadModelSnapshot
-from projections.taint import TAINTED, taint
-from projections.trust import QUARANTINED, TRUSTED, MemoryTrustPolicy
+from projections import _sql_reads as sql_reads
+from projections._drift import READ_MODEL_MISMATCH, unconfirmed_entries
+from projections._entries import MemoryEntry
+from projections._projector import ReadModelSnapshot
+from projections._taint import TAINTED, taint
+from projections._trust import QUARANTINED, TRUSTED, MemoryTrustPolicy
 
 
 class Judged(NamedTuple):

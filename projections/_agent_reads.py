@@ -9,11 +9,11 @@ Where a fact's newest version is kept out, the agent sees the newest version it 
 any. With `show_all`, it sees every row, each marked with its verdict (`trust`), and the
 receipt says so.
 
-Every value comes back as shown text: invisible characters escaped (`projections.visible`),
+Every value comes back as shown text: invisible characters escaped (`projections._visible`),
 unless a caller that escapes what it prints asks for them as stored (`escape=False`). A
 memory entry is held to the event that wrote it before it is shown, as on the prompt path
-(`projections.drift`): one its event does not bear out is kept out as `read_model_mismatch`.
-Each function here is a selection for the one read path (`projections.reading`), which
+(`projections._drift`): one its event does not bear out is kept out as `read_model_mismatch`.
+Each function here is a selection for the one read path (`projections._reading`), which
 judges, escapes and appends the receipt: the positions returned, the versions passed over
 and why, the policy, the log head read at, and the BLAKE3 hash of what was returned (of
 their msgspec JSON encoding as returned).
@@ -28,13 +28,13 @@ import msgspec
 
 from eventlog import InvalidInputError, InvalidTypeError
 from eventlog.checks import check_actor, check_optional_actor
-from projections import reading
-from projections.entries import Fact, MemoryEntry
-from projections.knowledge import fact_identity, run_key
-from projections.prompt import Recall, recall_memory
-from projections.tags import TagListing, list_tags
-from projections.trust import MemoryTrustPolicy, active_trust_policy
-from projections.validation import (
+from projections import _reading as reading
+from projections._entries import Fact, MemoryEntry
+from projections._knowledge import fact_identity, run_key
+from projections._prompt import Recall, recall_memory
+from projections._tags import TagListing, list_tags
+from projections._trust import MemoryTrustPolicy, active_trust_policy
+from projections._validation import (
     check_allow_list,
     check_key,
     check_limit,
@@ -43,7 +43,7 @@ from projections.validation import (
     check_tag,
     check_tags,
 )
-from projections.view import MemoryView
+from projections._view import MemoryView
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,7 @@ def read_tags(
     trust_policy: MemoryTrustPolicy | None = None,
 ) -> TagListing:
     """The tags under `scope` this reader may see, with their facts' keys and counts
-    (`projections.tags`), receipted: what to pass `read_facts`, `read_history` and `recall`."""
+    (`projections._tags`), receipted: what to pass `read_facts`, `read_history` and `recall`."""
     how = agent_reading(store, identity, trust_policy)
     return list_tags(store, how, _scope(scope, identity), identity.run_id)
 

@@ -8,8 +8,8 @@ from typing import Literal
 
 from eventlog.checks import MAX_POSITION, check_content, check_finite, check_identifier
 from eventlog.errors import InvalidInputError, InvalidTypeError
-from projections.lookalikes import check_one_script, normalized
-from projections.visible import find_invisible
+from projections._lookalikes import check_one_script, normalized
+from projections._visible import find_invisible
 
 MemoryType = Literal[
     "convention", "decision", "learning", "episodic", "semantic", "procedural", "cross_task"
@@ -36,8 +36,8 @@ def check_memory_type(value: object) -> str:
 
 def check_tag(value: object, *, name: str = "tag") -> str:
     """A tag, returned in Unicode NFC: non-empty, at most 200 characters, no comma, no
-    control or other invisible character (`projections.visible`), no surrounding whitespace,
-    letters of one script (`projections.lookalikes`). Any other Unicode is fine; `%` and `_`
+    control or other invisible character (`projections._visible`), no surrounding whitespace,
+    letters of one script (`projections._lookalikes`). Any other Unicode is fine; `%` and `_`
     are ordinary characters."""
     if type(value) is str and len(value) <= MAX_TAG_CHARS:
         known = _good_tag(value)
@@ -111,7 +111,7 @@ def check_key(value: object) -> str:
 
 def _check_name(name: str, value: str) -> None:
     """What tags and keys share: an identifier (`check_identifier`) with no invisible
-    character, whose letters are of one script (`projections.lookalikes`)."""
+    character, whose letters are of one script (`projections._lookalikes`)."""
     check_identifier(name, value)
     hidden = find_invisible(value)
     if hidden is not None:

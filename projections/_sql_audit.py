@@ -1,11 +1,11 @@
-"""The SQL of the questions audits ask (`projections.inquiries`): forensics, history, blame
+"""The SQL of the questions audits ask (`projections._inquiries`): forensics, history, blame
 and diff."""
 
 from __future__ import annotations
 
 from eventlog import LegacyClaims
-from projections.sql import Columns, Query, legacy_claims
-from projections.sql_knowledge import FactIdentity
+from projections._sql import Columns, Query, legacy_claims
+from projections._sql_knowledge import FactIdentity
 
 # -- forensics --------------------------------------------------------------------------------
 

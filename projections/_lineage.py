@@ -12,7 +12,7 @@ adapter taints nothing of theirs.
 What reached a reader is kept once per position, in the reader's source set; a write links
 to that set (one row, however much its reader read), and draws on the members recorded
 before it. A parent always precedes its child, so the graph has no cycles. What the graph
-means for trust is `projections.taint`'s.
+means for trust is `projections._taint`'s.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from eventlog import (
     RecallRecorded,
     RecordedEvent,
 )
-from projections import sql_reads
-from projections.projector import TableWriter
-from projections.sql import Queryable
-from projections.sql_reads import Link as Link
+from projections import _sql_reads as sql_reads
+from projections._projector import TableWriter
+from projections._sql import Queryable
+from projections._sql_reads import Link as Link
 
 Reader = tuple[str, str, str]
 """A reader: (adapter, task, run), with '' for no adapter and no run."""

@@ -8,7 +8,7 @@ dropped and rebuilt from the log.
 
 `Projection` keeps the tables in the log's own SQLite file (`database.in_log_file`), so
 the append, the projectors' rows and their checkpoints commit as one transaction. A log held
-elsewhere pairs with a local cache database instead (`projections.cache.CacheProjection`):
+elsewhere pairs with a local cache database instead (`projections._cache.CacheProjection`):
 the append commits in the log, then the cache folds it and advances its checkpoints; a crash
 in between leaves the cache behind, and the same catch-up repairs it. Both keep the
 `LiveReadModel` surface the store, its views and the prompt builder use.
@@ -43,11 +43,11 @@ from eventlog import (
 from eventlog.checks import check_finite, check_position
 from eventlog.logs import get_logger
 from eventlog.stored import genesis_of
-from projections import sql
-from projections.database import Database, in_log_file
-from projections.errors import SyncTimeoutError
-from projections.reads import Queryable
-from projections.tables import table_chunks, table_exists
+from projections import _sql as sql
+from projections._database import Database, in_log_file
+from projections._errors import SyncTimeoutError
+from projections._reads import Queryable
+from projections._tables import table_chunks, table_exists
 
 log = get_logger("factledger.projections")
 
@@ -224,7 +224,7 @@ class ProjectedTransaction(Protocol):
 
 class LiveReadModel(Protocol):
     """Projectors kept folded up to a log's head: in the log's own file (`Projection`), or in
-    a host's cache beside a log held elsewhere (`projections.cache.CacheProjection`)."""
+    a host's cache beside a log held elsewhere (`projections._cache.CacheProjection`)."""
 
     @property
     def projectors(self) -> tuple[Projector, ...]: ...

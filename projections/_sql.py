@@ -3,7 +3,7 @@ shares (checkpoints, a cache's metadata, whole tables, the legacy import).
 
 The read model is SQLite on every host, whatever holds the log. Its statements are constants
 here and in `sql_knowledge`, `sql_reads` and `sql_audit`; values are always bound, and
-identifiers are projector table names, never input. `projections.database` runs them on a
+identifiers are projector table names, never input. `projections._database` runs them on a
 connection. A statement that returns rows is a `Query`, declared with the Struct each row is
 read as: its fields are the statement's columns, in order and by name
 (`tests/projections/test_sql.py` holds each to the other), so no other module reads a row by
@@ -175,7 +175,7 @@ CHECKPOINT_TABLE_EXISTS = Query(
 
 class Checkpoint(Columns, frozen=True):
     """A projector's checkpoint as its row holds it, whatever that is: a row edited to hold
-    something else is drift to report (`projections.comparison`), or a projector to refold,
+    something else is drift to report (`projections._comparison`), or a projector to refold,
     never an error."""
 
     name: object

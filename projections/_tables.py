@@ -13,8 +13,8 @@ import blake3
 import msgspec
 
 from eventlog import InvalidInputError
-from projections import sql
-from projections.sql import Queryable, Row
+from projections import _sql as sql
+from projections._sql import Queryable, Row
 
 _ENCODER = msgspec.msgpack.Encoder()
 

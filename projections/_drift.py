@@ -10,7 +10,7 @@ row's claims, but only if the import could have been honoured: signed), and whet
 flagged an import no operator signed. It also holds the row's visibility to the read model's
 own quarantine table: a row shown (`hidden` cleared by hand) while a quarantine covers its
 position is kept out. Comparing a whole read model with a refold of the log is
-`projections.comparison`.
+`projections._comparison`.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from eventlog import (
 from eventlog.events import LogMigrated
 from eventlog.logs import get_logger
 from eventlog.signing import authorization_of, claims_of, is_unsigned_import
-from projections import sql_reads
-from projections.entries import MemoryEntry
-from projections.projector import ReadModelSnapshot
+from projections import _sql_reads as sql_reads
+from projections._entries import MemoryEntry
+from projections._projector import ReadModelSnapshot
 
 log = get_logger("factledger.projections")
 

@@ -33,9 +33,9 @@ from eventlog.signing import (
     strict_base64,
     verify,
 )
-from projections import sql_knowledge
-from projections.projector import TableWriter
-from projections.sql import Queryable
+from projections import _sql_knowledge as sql_knowledge
+from projections._projector import TableWriter
+from projections._sql import Queryable
 
 UNSIGNED = "unsigned"
 """The log has an operator, and the action carries no signature."""

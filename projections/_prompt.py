@@ -2,11 +2,11 @@
 
 Each included entry is rendered inside a fence longer than any run of `~` in its own shown
 text, so no remembered text can close its own block and pose as instructions. Characters a
-reader cannot see are shown as `\\u{XXXX}` escapes (`projections.visible`), so text cannot be
+reader cannot see are shown as `\\u{XXXX}` escapes (`projections._visible`), so text cannot be
 smuggled past a human reviewing the prompt, and a run of more than 32 `~` is shown as
 `\\u{007E}{N}`, so fences stay short: the section is at most its entries' shown text plus a
 constant per entry, whatever they contain. Before an entry is rendered its row is checked
-against the event that wrote it, in the same snapshot (`projections.drift`): a row its event
+against the event that wrote it, in the same snapshot (`projections._drift`): a row its event
 does not bear out (an edited read model) is kept out, with the reason `read_model_mismatch`.
 Every call appends a `recall_recorded` receipt: the positions that went in, those kept out
 and why, the policy, the log head read at, and the hash of the rendered text. A build that
@@ -31,14 +31,16 @@ import msgspec
 from eventlog import Exclusion
 from eventlog.checks import check_optional_actor
 from eventlog.logs import get_logger
-from projections import reading, reads, sql_reads
-from projections.entries import Fact, MemoryEntry
-from projections.reads import Candidate
-from projections.trust import TRUSTED, UNTRUSTED_ADAPTER, MemoryTrustPolicy
-from projections.validation import check_limit, check_tags
-from projections.verdicts import Judged
-from projections.view import MemoryView
-from projections.visible import escape_invisible
+from projections import _reading as reading
+from projections import _reads as reads
+from projections import _sql_reads as sql_reads
+from projections._entries import Fact, MemoryEntry
+from projections._reads import Candidate
+from projections._trust import TRUSTED, UNTRUSTED_ADAPTER, MemoryTrustPolicy
+from projections._validation import check_limit, check_tags
+from projections._verdicts import Judged
+from projections._view import MemoryView
+from projections._visible import escape_invisible
 
 MAX_TILDE_RUN = 32
 """The longest run of `~` shown as it is; longer runs are shown as `\\u{007E}{N}`."""
@@ -185,7 +187,7 @@ def _warn_kept_out(made: Recall, reader: reading.NamedReader) -> None:
 
 def _prompt(tags: tuple[str, ...], limit: int) -> reading.Select[Block]:
     """The `limit` best-ranked entries the policy trusts (`reads.prompt_candidates`), each
-    judged in full (`projections.verdicts`) before it goes in: one its event does not bear
+    judged in full (`projections._verdicts`) before it goes in: one its event does not bear
     out, or one tainted by a source upstream, is kept out and the next trusted entry takes
     its place, however many ranked above it. The receipt names, in rank order, the first
     `REFUSED_SCAN` kept out that way, then the first `REFUSED_SCAN` refused candidates

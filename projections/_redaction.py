@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from projections.visible import find_invisible, is_invisible
+from projections._visible import find_invisible, is_invisible
 
 MASK = "[REDACTED]"
 

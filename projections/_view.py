@@ -2,7 +2,7 @@
 
 A view is what investigations and time travel return: the knowledge base as it is in a file
 opened read-only, or as it was at a past position, folded in memory. `MemoryStore`
-(`projections.store`) is a view that adds the writes; a write asked of a view is refused.
+(`projections._store`) is a view that adds the writes; a write asked of a view is refused.
 """
 
 from __future__ import annotations
@@ -25,17 +25,17 @@ from eventlog import (
 )
 from eventlog.checks import check_position
 from eventlog.stored import LogUpTo
-from projections import reads
-from projections.cache import open_read_model
-from projections.database import ScratchDatabase
-from projections.entries import MemoryEntry
-from projections.knowledge import KnowledgeProjector
-from projections.lineage import LineageProjector
-from projections.projector import Projection, Projector, fold
-from projections.reads import Queryable, SnapshotSource
-from projections.receipts import ReceiptProjector
-from projections.trust import MemoryTrustPolicy, active_trust_policy
-from projections.validation import check_allow_list, check_limit, check_memory_type, check_tags
+from projections import _reads as reads
+from projections._cache import open_read_model
+from projections._database import ScratchDatabase
+from projections._entries import MemoryEntry
+from projections._knowledge import KnowledgeProjector
+from projections._lineage import LineageProjector
+from projections._projector import Projection, Projector, fold
+from projections._reads import Queryable, SnapshotSource
+from projections._receipts import ReceiptProjector
+from projections._trust import MemoryTrustPolicy, active_trust_policy
+from projections._validation import check_allow_list, check_limit, check_memory_type, check_tags
 
 READ_ONLY = "this store is a read-only view of the log; writes are refused"
 STORE_WRITES = frozenset(

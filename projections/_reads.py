@@ -9,10 +9,12 @@ from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
 
 from eventlog.checks import MAX_POSITION
-from projections import sql, sql_knowledge, sql_reads
-from projections.entries import Fact, MemoryEntry
-from projections.sql import Queryable as Queryable
-from projections.sql import Row as Row
+from projections import _sql as sql
+from projections import _sql_knowledge as sql_knowledge
+from projections import _sql_reads as sql_reads
+from projections._entries import Fact, MemoryEntry
+from projections._sql import Queryable as Queryable
+from projections._sql import Row as Row
 
 Rank = tuple[int, float, int]
 """(tags shared with the query, importance, id): higher ranks first."""

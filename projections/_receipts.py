@@ -1,6 +1,6 @@
 """Receipts: the projector that indexes them, and reading them back as typed records.
 
-Every read by a named reader appends a `recall_recorded` event (`projections.reading`).
+Every read by a named reader appends a `recall_recorded` event (`projections._reading`).
 `ReceiptProjector` indexes those events by reader and by the events they name (forensics);
 `receipts` finds them by task, run and position in that index and returns each as its event
 records it (`Receipt`): the index only finds them, the log says what they hold.
@@ -22,10 +22,10 @@ from eventlog import (
 )
 from eventlog.checks import check_optional_actor, check_position
 from eventlog.logs import get_logger
-from projections import sql_reads
-from projections.projector import TableWriter
-from projections.sql import Queryable
-from projections.validation import check_limit
+from projections import _sql_reads as sql_reads
+from projections._projector import TableWriter
+from projections._sql import Queryable
+from projections._validation import check_limit
 
 MAX_RECEIPTS = 10_000
 """The most receipts one call returns (page on with `after`)."""

@@ -1,12 +1,12 @@
 """The one read path: what a reader is shown, judged, escaped and receipted (internal).
 
 Every read that shows memory to someone goes through `read`: the prompt path
-(`projections.prompt`), agents' reads (`projections.agent_reads`, over MCP and the command
+(`projections._prompt`), agents' reads (`projections._agent_reads`, over MCP and the command
 line), `CrossTaskKB.subscribe`, and the command line's history, blame, diff and as-of
 (`replay.trusted`). A read is a `Reading`: who reads (named in its receipt, or none for an
 operator's audit), the trust policy it reads under, and whether it shows only what that
 policy trusts or every row marked with its verdict (`--all`). `read` takes a snapshot of the
-live read model; the read's selection judges its rows there, with `projections.verdicts`
+live read model; the read's selection judges its rows there, with `projections._verdicts`
 alone; `read` keeps any row not trusted out of a trusted-only read, escapes what is shown,
 and appends the receipt: the positions shown, those kept out and why, the policy, the head
 read at, and the BLAKE3 hash of what was shown. The receipt names the reader as the event's
@@ -34,17 +34,18 @@ from eventlog import (
     content_hash,
 )
 from eventlog.checks import MAX_POSITION
-from projections import reads, sql_reads
-from projections.entries import Fact, MemoryEntry
-from projections.projector import ReadModelSnapshot
-from projections.reads import Queryable
-from projections.store import MemoryStore
-from projections.trust import TRUSTED as TRUSTED
-from projections.trust import MemoryTrustPolicy
-from projections.verdicts import Judged as Judged
-from projections.verdicts import mark, verdicts
-from projections.view import READ_ONLY, MemoryView
-from projections.visible import escape_invisible
+from projections import _reads as reads
+from projections import _sql_reads as sql_reads
+from projections._entries import Fact, MemoryEntry
+from projections._projector import ReadModelSnapshot
+from projections._reads import Queryable
+from projections._store import MemoryStore
+from projections._trust import TRUSTED as TRUSTED
+from projections._trust import MemoryTrustPolicy
+from projections._verdicts import Judged as Judged
+from projections._verdicts import mark, verdicts
+from projections._view import READ_ONLY, MemoryView
+from projections._visible import escape_invisible
 
 T = TypeVar("T")
 S = TypeVar("S")

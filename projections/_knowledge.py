@@ -1,5 +1,5 @@
 """The knowledge projector: memory entries, their tags, fact versions, quarantine, and the
-operator keys that authorize quarantines, releases and imports (`projections.operators`).
+operator keys that authorize quarantines, releases and imports (`projections._operators`).
 
 Entry ids are log positions. A published fact is a fact version (for subscribe and history)
 and a `cross_task` memory row tagged with its tag (for list, query and the prompt path);
@@ -9,7 +9,7 @@ every table but are flagged out of every read; subscribe falls back to the newes
 not quarantined. An operator action the log's operators did not sign takes no effect here, so
 it reaches no reader, rebuild, time travel and history included. A tag's conflict policy can
 keep a version by an adapter that does not own the fact from becoming current
-(`projections.conflicts`).
+(`projections._conflicts`).
 """
 
 from __future__ import annotations
@@ -37,12 +37,13 @@ from eventlog import (
 )
 from eventlog.events import LogMigrated
 from eventlog.signing import claims_of
-from projections import conflicts, sql_knowledge
-from projections.conflicts import Publication
-from projections.legacy import legacy_identity
-from projections.operators import CLAIMS, UNSIGNED_IMPORT, Authority
-from projections.projector import TableWriter
-from projections.sql import Queryable
+from projections import _conflicts as conflicts
+from projections import _sql_knowledge as sql_knowledge
+from projections._conflicts import Publication
+from projections._legacy import legacy_identity
+from projections._operators import CLAIMS, UNSIGNED_IMPORT, Authority
+from projections._projector import TableWriter
+from projections._sql import Queryable
 
 Identity = tuple[str, str, str, str]
 """(scope, run_key, tag, key): run_key is the run id for run scope and '' for project scope."""

@@ -4,7 +4,7 @@ A model guesses tags and keys unless it can list them. `list_tags` lists, under 
 each tag with the keys of its current facts and how many memory entries carry it, from what
 the reading shows: for an agent, only what its trust policy trusts (a key whose current
 version it may not trust is listed when an earlier version is trusted, as `read_facts`
-shows it). It composes the agent reads' own selections (`projections.reading`), so the
+shows it). It composes the agent reads' own selections (`projections._reading`), so the
 listing follows the same rule, and it is receipted like every other read: the positions
 behind the listing, those kept out and why. Bounded: at most `MAX_TAGS` tags with facts,
 `MAX_ENTRIES` newest entries, `MAX_KEYS` keys a tag; `truncated` says when a bound cut it.
@@ -16,11 +16,12 @@ from collections import Counter, defaultdict
 
 import msgspec
 
-from projections import reading, sql_reads
-from projections.entries import Fact, MemoryEntry
-from projections.knowledge import run_key
-from projections.view import MemoryView
-from projections.visible import escape_invisible
+from projections import _reading as reading
+from projections import _sql_reads as sql_reads
+from projections._entries import Fact, MemoryEntry
+from projections._knowledge import run_key
+from projections._view import MemoryView
+from projections._visible import escape_invisible
 
 MAX_TAGS = 1000
 """The most tags with facts a listing reads."""

@@ -5,7 +5,7 @@ An orchestrator that used the replaced store switches without rewriting its call
 `add_semantic`, `add_procedural`, `query_for_task`), and `CrossTaskKB` is `KnowledgeBase`
 with its process-wide `PublishCounter` and its `hook_dispatch` callback. The replaced
 orchestrator's `BERNSTEIN_*` variables are read after the `FACTLEDGER_*` ones, in the one
-table of settings (`projections.environment`, which the trust policy sits above, so it
+table of settings (`projections._environment`, which the trust policy sits above, so it
 cannot import this module). Nothing in the core depends on this module.
 """
 
@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from eventlog import InvalidTypeError
 from eventlog.logs import get_logger
-from projections.entries import Fact, MemoryEntry
-from projections.kb import KnowledgeBase
-from projections.store import MemoryStore
-from projections.view import MemoryView
+from projections._entries import Fact, MemoryEntry
+from projections._kb import KnowledgeBase
+from projections._store import MemoryStore
+from projections._view import MemoryView
 
 log = get_logger("factledger.kb")
 

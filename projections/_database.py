@@ -1,7 +1,7 @@
 """The read model's connections: the only place the read side opens or configures SQLite.
 
 The read model is SQLite on every host, whatever holds the log. `Database` runs the
-statements of `projections.sql` and its siblings on a connection: the log's own (a read
+statements of `projections._sql` and its siblings on a connection: the log's own (a read
 model in the log's file, committed with each append), a host's cache file
 (`CacheDatabase`), or a private one (`ScratchDatabase`: a scratch fold; `open_read_only`: a
 legacy file). SQLite's errors become factledger's; a read-only connection refuses every

@@ -31,11 +31,12 @@ from eventlog import (
     FactRejected,
     RecordedEvent,
 )
-from projections import sql_audit, sql_knowledge
-from projections.projector import TableWriter
-from projections.sql import Queryable
-from projections.sql_knowledge import Held as Held
-from projections.sql_knowledge import Policy as Policy
+from projections import _sql_audit as sql_audit
+from projections import _sql_knowledge as sql_knowledge
+from projections._projector import TableWriter
+from projections._sql import Queryable
+from projections._sql_knowledge import Held as Held
+from projections._sql_knowledge import Policy as Policy
 
 ALLOW = "allow"
 DENY = "deny"

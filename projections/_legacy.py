@@ -4,7 +4,7 @@ Each legacy row becomes one `memory_added` event, in (created_at, id) order, wri
 the importing actor: its time, producer, run and adapter are the import's. What the row said
 about itself (its id, `created_at`, `task_id`, `source_agent`, `source_model` and
 `source_adapter`; an empty adapter is NULL) is kept in the event as `claims`, which readers
-honour only as `projections.operators` decides. The legacy table is only read, never changed.
+honour only as `projections._operators` decides. The legacy table is only read, never changed.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from eventlog.checks import (
     check_optional_actor,
 )
 from eventlog.signing import claims_of
-from projections import sql
-from projections.database import open_read_only
-from projections.errors import LegacyImportError
-from projections.sql import Queryable
-from projections.validation import check_memory_type, check_tags
+from projections import _sql as sql
+from projections._database import open_read_only
+from projections._errors import LegacyImportError
+from projections._sql import Queryable
+from projections._validation import check_memory_type, check_tags
 
 REQUIRED = tuple(name for name in sql.Legacy.__struct_fields__ if name not in sql.LEGACY_OPTIONAL)
 

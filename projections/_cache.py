@@ -46,10 +46,10 @@ from eventlog.checks import check_path, is_dsn
 from eventlog.logs import get_logger
 from eventlog.migration import Migration, Reading
 from eventlog.stored import LogUpTo, genesis_of
-from projections import sql
-from projections.database import CacheDatabase
-from projections.errors import CacheChoiceError, CacheRefusedError
-from projections.projector import (
+from projections import _sql as sql
+from projections._database import CacheDatabase
+from projections._errors import CacheChoiceError, CacheRefusedError
+from projections._projector import (
     LiveReadModel,
     Projection,
     Projector,
@@ -64,8 +64,8 @@ from projections.projector import (
     recreate,
     reset_checkpoints,
 )
-from projections.reads import Queryable
-from projections.tables import table_exists
+from projections._reads import Queryable
+from projections._tables import table_exists
 
 log = get_logger("factledger.projections")
 

@@ -3,7 +3,7 @@
 
 `compare_tables` holds each table of a live read model to the same table of a refold (a
 scratch database the log was folded into, up to the position the live side shows), by
-digest (`projections.tables.table_digest`): equal tables have equal digests. `table_drift`
+digest (`projections._tables.table_digest`): equal tables have equal digests. `table_drift`
 names the rows of a table that differ, walking both sides in primary-key order: a row
 missing, unexpected or different, visibility flags included.
 
@@ -31,13 +31,13 @@ import msgspec
 
 from eventlog import EventLog, Head, LogSnapshot, RecordedEvent, SQLiteEventLog, chain_at
 from eventlog.stored import genesis_of
-from projections import sql
-from projections.database import ScratchDatabase, in_log_file
-from projections.drift import same_text
-from projections.projector import Projector, checkpoint_rows, fold, tables_kept
-from projections.reads import Queryable, Row
-from projections.tables import table_digest, table_exists, table_rows
-from projections.view import default_projectors
+from projections import _sql as sql
+from projections._database import ScratchDatabase, in_log_file
+from projections._drift import same_text
+from projections._projector import Projector, checkpoint_rows, fold, tables_kept
+from projections._reads import Queryable, Row
+from projections._tables import table_digest, table_exists, table_rows
+from projections._view import default_projectors
 
 SHOWN_DRIFT = 20
 """Differences a drift report names one by one; the rest are counted."""

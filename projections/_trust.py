@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from eventlog import InvalidTypeError, TrustSettings
 from eventlog.checks import check_identifier
-from projections import environment
-from projections.entries import MemoryEntry
+from projections import _environment as environment
+from projections._entries import MemoryEntry
 
 TRUSTED = "trusted"
 """The verdict on a row a reader under the policy may see."""
@@ -38,7 +38,7 @@ class MemoryTrustPolicy:
     trust_untagged: bool = True
     propagate_taint: bool = True
     """Whether a write derived from an event held out (untrusted, quarantined, mismatched) is
-    held out too, with the reason `tainted` (`projections.lineage`)."""
+    held out too, with the reason `tainted` (`projections._lineage`)."""
 
     def __post_init__(self) -> None:
         for name in ("enabled", "trust_untagged", "propagate_taint"):
@@ -60,7 +60,7 @@ class MemoryTrustPolicy:
         """Why this policy keeps out what was written under `adapter` (None: no adapter, an
         operator's write), or None when it trusts it; an import no operator signed is trusted
         by no policy that is on. The one place the rule is written; quarantine, taint and rows
-        their events do not bear out are `projections.verdicts`'."""
+        their events do not bear out are `projections._verdicts`'."""
         if not self.enabled:
             return None
         if unsigned_import:
@@ -105,7 +105,7 @@ def active_trust_policy() -> MemoryTrustPolicy:
     FACTLEDGER_TRUST_POLICY (else BERNSTEIN_MEMORY_TRUST_POLICY): 0/false/no/off in any case
     disables it; unset, empty or anything else leaves it on. FACTLEDGER_TRUST_ADAPTERS (else
     BERNSTEIN_MEMORY_TRUST_ADAPTERS): comma-separated adapters to trust. The precedence rule
-    is `projections.environment`'s. FACTLEDGER_TRUST_TAINT: 0/false/no/off switches taint
+    is `projections._environment`'s. FACTLEDGER_TRUST_TAINT: 0/false/no/off switches taint
     propagation off.
     """
     return MemoryTrustPolicy(

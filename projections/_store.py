@@ -1,7 +1,7 @@
 """`MemoryStore`: the memory store, every write an event and every read a projection.
 
 It is a `MemoryView` (the reads) that adds the writes. The public `SQLiteMemoryStore` is this
-class with the replaced store's helpers on top (`projections.compat`).
+class with the replaced store's helpers on top (`projections._compat`).
 """
 
 from __future__ import annotations
@@ -39,16 +39,17 @@ from eventlog.checks import (
     check_position,
     check_positions,
 )
-from projections import sql, sql_knowledge
-from projections.cache import open_read_model
-from projections.database import Database
-from projections.legacy import legacy_events
-from projections.lineage import check_sources
-from projections.projector import ProjectedTransaction, Projection, ReadModelSnapshot
-from projections.receipts import Receipt, receipts
-from projections.trust import MemoryTrustPolicy, active_trust_policy
-from projections.validation import check_importance, check_memory_type, check_tags, check_text
-from projections.view import MemoryView, default_projectors
+from projections import _sql as sql
+from projections import _sql_knowledge as sql_knowledge
+from projections._cache import open_read_model
+from projections._database import Database
+from projections._legacy import legacy_events
+from projections._lineage import check_sources
+from projections._projector import ProjectedTransaction, Projection, ReadModelSnapshot
+from projections._receipts import Receipt, receipts
+from projections._trust import MemoryTrustPolicy, active_trust_policy
+from projections._validation import check_importance, check_memory_type, check_tags, check_text
+from projections._view import MemoryView, default_projectors
 
 ADD_KEYS = frozenset(
     (
@@ -72,7 +73,7 @@ class MemoryStore(MemoryView):
     By default the log and the read model share one SQLite file, `db_path`. With `log` (a
     `postgresql://` DSN, another SQLite file, or an open `EventLog`), `db_path` names this
     host's read-model cache instead: it tails that log, and an append commits in the log
-    before the cache folds it (`projections.cache`). A `source_adapter` given here is
+    before the cache folds it (`projections._cache`). A `source_adapter` given here is
     stamped on every write through this handle that names none of its own (without one, a
     PostgreSQL login bound to an adapter writes as that adapter, and a login bound to
     another refuses to open: `PermissionDeniedError`); `producer_task_id`
@@ -159,7 +160,7 @@ class MemoryStore(MemoryView):
         limit: int = 100,
     ) -> builtins.list[Receipt]:
         """The receipts of reads for `task_id` and `run_id` (None: any) after position
-        `after`, oldest first, at most `limit` (`projections.receipts`)."""
+        `after`, oldest first, at most `limit` (`projections._receipts`)."""
         with self.snapshot() as snap:
             return receipts(snap, snap, task_id=task_id, run_id=run_id, after=after, limit=limit)
 

@@ -1,9 +1,9 @@
-"""The knowledge projector's SQL (`projections.knowledge`, `projections.conflicts`,
-`projections.operators`): its tables, what it folds into them, and the queries folding asks."""
+"""The knowledge projector's SQL (`projections._knowledge`, `projections._conflicts`,
+`projections._operators`): its tables, what it folds into them, and the queries folding asks."""
 
 from __future__ import annotations
 
-from projections.sql import Columns, Count, Position, Present, Query
+from projections._sql import Columns, Count, Position, Present, Query
 
 # -- knowledge: memory entries, tags, facts, quarantine, operators ------------------------
 
@@ -107,7 +107,7 @@ KNOWLEDGE_DDL = (
     # Legacy rows imported with effect, so importing them again writes nothing; `signed` when
     # an operator's signature made the claims count, so a signed import still writes the rows
     # only an unsigned one imported.
-    # `identity` is what the row claims to be (`projections.legacy.legacy_identity`), never
+    # `identity` is what the row claims to be (`projections._legacy.legacy_identity`), never
     # a hash of its text.
     # Rows this version could not decode: they change nothing, and history names them.
     """CREATE TABLE fl_unreadable (
@@ -339,7 +339,7 @@ class Imported(Columns, frozen=True):
     """A legacy row imported with effect."""
 
     identity: str
-    """`projections.legacy.legacy_identity` of the row."""
+    """`projections._legacy.legacy_identity` of the row."""
 
 
 IMPORT_ALL = Query("SELECT identity FROM fl_import WHERE signed >= ?", Imported)

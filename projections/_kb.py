@@ -3,7 +3,7 @@
 Last write wins by log position, never by timestamp. Every version stays in the log and in
 `history`. A fact is also a `cross_task` memory entry tagged with its tag. The public
 `CrossTaskKB` is this class with the replaced store's counter and hook on top
-(`projections.compat`).
+(`projections._compat`).
 """
 
 from __future__ import annotations
@@ -17,18 +17,20 @@ from msgspec import UNSET
 from eventlog import FactPublished, InvalidInputError, InvalidTypeError, NewEvent, RecordedEvent
 from eventlog.checks import check_actor, check_optional_actor, check_positions
 from eventlog.logs import get_logger
-from projections import reading, reads, sql_reads
-from projections.entries import Fact
-from projections.knowledge import fact_identity, run_key
-from projections.lineage import check_sources
-from projections.validation import (
+from projections import _reading as reading
+from projections import _reads as reads
+from projections import _sql_reads as sql_reads
+from projections._entries import Fact
+from projections._knowledge import fact_identity, run_key
+from projections._lineage import check_sources
+from projections._validation import (
     check_allow_list,
     check_key,
     check_scope,
     check_tag,
     check_text,
 )
-from projections.view import MemoryView
+from projections._view import MemoryView
 
 log = get_logger("factledger.kb")
 
@@ -153,7 +155,7 @@ class KnowledgeBase:
         newest version each wrote), and [] reads nothing. Values come back as stored, with
         no trust policy applied (the prompt path and agents' reads apply one). Through a
         store that writes, the read is receipted, as this facade's task, run and adapter
-        (`projections.reading`); a read-only view writes nothing.
+        (`projections._reading`); a read-only view writes nothing.
         """
         checked_tag = check_tag(tag)
         checked_scope = self._scope(scope)

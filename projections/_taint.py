@@ -1,4 +1,4 @@
-"""Weakest-link trust: taint follows lineage (`projections.lineage`).
+"""Weakest-link trust: taint follows lineage (`projections._lineage`).
 
 A write with an ancestor, however far up, that the policy in force does not trust (an import
 no operator signed included), that is quarantined, or whose row its event does not bear out
@@ -13,12 +13,12 @@ from collections.abc import Iterable, Sequence
 from eventlog import EventNotFoundError, RecordedEvent
 from eventlog.logs import get_logger
 from eventlog.signing import is_unsigned_import
-from projections import sql_reads
-from projections.drift import READ_MODEL_MISMATCH, entry_problems
-from projections.lineage import ancestors
-from projections.projector import ReadModelSnapshot
-from projections.reads import entry_from_row
-from projections.trust import MemoryTrustPolicy
+from projections import _sql_reads as sql_reads
+from projections._drift import READ_MODEL_MISMATCH, entry_problems
+from projections._lineage import ancestors
+from projections._projector import ReadModelSnapshot
+from projections._reads import entry_from_row
+from projections._trust import MemoryTrustPolicy
 
 log = get_logger("factledger.projections")
 

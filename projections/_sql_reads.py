@@ -1,17 +1,17 @@
-"""The SQL of what readers are shown (`projections.reads`, `projections.reading`) and of the
+"""The SQL of what readers are shown (`projections._reads`, `projections._reading`) and of the
 receipt and lineage projectors that record what they were shown."""
 
 from __future__ import annotations
 
 from eventlog import LegacyClaims
-from projections.sql import Columns, Count, Position, Query, legacy_claims
-from projections.sql_knowledge import HIDDEN_SUPERSEDED
+from projections._sql import Columns, Count, Position, Query, legacy_claims
+from projections._sql_knowledge import HIDDEN_SUPERSEDED
 
 # -- reads ----------------------------------------------------------------------------------
 
 
 class Entry(Columns, frozen=True):
-    """A memory entry as `fl_memory` holds it (`projections.reads.entry_from_row` makes it a
+    """A memory entry as `fl_memory` holds it (`projections._reads.entry_from_row` makes it a
     `MemoryEntry`)."""
 
     id: int
@@ -105,7 +105,7 @@ FILTER_NOT_SUPERSEDED = f" AND m.hidden & {HIDDEN_SUPERSEDED} = 0"
 
 class FactVersion(Columns, frozen=True):
     """A fact version as `fl_fact` holds it, in the order of `Fact`'s fields
-    (`projections.reads.fact_from_row` makes it one)."""
+    (`projections._reads.fact_from_row` makes it one)."""
 
     tag: str
     key: str

@@ -1,25 +1,27 @@
 """The questions audits ask of a read model: every version of a fact, who set each current
 value, the current values, and what a set of log positions reached. Each returns the rows
-its query declares in `projections.sql`; values are bound, never spliced."""
+its query declares in `projections._sql`; values are bound, never spliced."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import attrgetter
 
-from projections import sql_audit, sql_knowledge, sql_reads
-from projections.knowledge import Identity
-from projections.sql import Queryable
-from projections.sql_audit import Blamed as Blamed
-from projections.sql_audit import CurrentValue as CurrentValue
-from projections.sql_audit import LiveEntry as LiveEntry
-from projections.sql_audit import LiveFact as LiveFact
-from projections.sql_audit import Succession as Succession
-from projections.sql_audit import Version as Version
-from projections.sql_knowledge import Operator as Operator
-from projections.sql_knowledge import Quarantine as Quarantine
-from projections.sql_knowledge import Unauthorized as Unauthorized
-from projections.sql_reads import ReceiptItem as ReceiptItem
+from projections import _sql_audit as sql_audit
+from projections import _sql_knowledge as sql_knowledge
+from projections import _sql_reads as sql_reads
+from projections._knowledge import Identity
+from projections._sql import Queryable
+from projections._sql_audit import Blamed as Blamed
+from projections._sql_audit import CurrentValue as CurrentValue
+from projections._sql_audit import LiveEntry as LiveEntry
+from projections._sql_audit import LiveFact as LiveFact
+from projections._sql_audit import Succession as Succession
+from projections._sql_audit import Version as Version
+from projections._sql_knowledge import Operator as Operator
+from projections._sql_knowledge import Quarantine as Quarantine
+from projections._sql_knowledge import Unauthorized as Unauthorized
+from projections._sql_reads import ReceiptItem as ReceiptItem
 
 _BY_POSITION = attrgetter("position")
 """Rows read over positions in batches (`Query.among`), put back in the order one statement
@@ -99,7 +101,7 @@ def unauthorized(db: Queryable, positions: Sequence[int] | None = None) -> list[
 
 def imported_rows(db: Queryable, *, signed: bool) -> set[str]:
     """Legacy rows imported with effect (with `signed`, only those an operator's signature
-    made count), by the identity they claim (`projections.legacy.legacy_identity`)."""
+    made count), by the identity they claim (`projections._legacy.legacy_identity`)."""
     return {row.identity for row in sql_knowledge.IMPORT_ALL.rows(db, (int(signed),))}
 
 
