@@ -29,6 +29,7 @@ from eventlog import (
     QuarantineApplied,
     QuarantineReleased,
     RecallRecorded,
+    TrustSettings,
     content_hash,
     open_log,
 )
@@ -54,6 +55,7 @@ from replay import (
 from replay.errors import NotAuthorizedError
 from replay.keys import OperatorKey, generate_key, read_operator_key
 from tests.reliability.support import assert_read_model_is_the_log_refolded
+from tests.salted import expected_content_hash
 
 TS_NS = 1_764_374_400_000_000_000
 """Every event gets this timestamp: order must come from positions alone."""
@@ -67,6 +69,9 @@ ALLOW_LISTS: tuple[list[str] | None, ...] = (
     ["gemini-cli"],
 )
 TRUSTED = "codex"
+TRUSTING: frozenset[str | None] = frozenset({None, TRUSTED})
+"""The writers a recall's policy trusts (no adapter: an operator's) besides the reader's own
+adapter, which every read made for a named reader trusts too (`reader_policy`)."""
 DENIED, PENDING, APPROVED, REJECTED = "denied", "pending", "approved", "rejected"
 TAGS = ("api", "API", "api-schema", "%", "a_b", "'; DROP TABLE fl_memory; --")
 FACT_TAGS = ("api", "%")
@@ -136,6 +141,8 @@ class Row:
     importance: float
     task_id: str | None
     adapter: str | None
+    content_hash: str
+    """The keyed hash of `content` under the salt the log stored for the row's event."""
     identity: tuple[str, str, str, str] | None = None
 
 
@@ -148,6 +155,8 @@ class Version:
     producer: str
     run_id: str
     adapter: str | None
+    content_hash: str
+    """The keyed hash of `value` under the salt the log stored for this version's event."""
 
 
 @dataclass
@@ -205,19 +214,16 @@ class Model:
         if reader[1]:
             self.exposed.setdefault(reader, set()).update(included)
 
-    def taint_source(self, position: int) -> int | None:
-        """The earliest ancestor of `position` that is untrusted or quarantined, if any."""
+    def taint_source(self, position: int, trusted: frozenset[str | None]) -> int | None:
+        """The earliest ancestor of `position` that is quarantined or written under an adapter
+        not in `trusted` (None: no adapter), if any."""
         ancestors: set[int] = set()
         todo = [position]
         while todo:
             for parent in self.sources.get(todo.pop(), set()) - ancestors:
                 ancestors.add(parent)
                 todo.append(parent)
-        bad = [
-            a
-            for a in ancestors
-            if self.quarantined(a) or self.adapters.get(a) not in (None, TRUSTED)
-        ]
+        bad = [a for a in ancestors if self.quarantined(a) or self.adapters.get(a) not in trusted]
         return min(bad, default=None)
 
     def kept_out(self, scope: str, tag: str, version: Version, current: Version | None) -> bool:
@@ -246,6 +252,7 @@ class Model:
             1.0,
             version.producer,
             version.adapter,
+            version.content_hash,
             identity,
         )
 
@@ -321,7 +328,7 @@ class Model:
             task_id=row.task_id,
             source_adapter=row.adapter,
             position=entry_id,
-            content_hash=content_hash(row.content.encode("utf-8")),
+            content_hash=row.content_hash,
         )
 
     def ranked(
@@ -360,7 +367,7 @@ def fact(identity: tuple[str, str, str, str], version: Version) -> Fact:
         scope=scope,
         producer_task_id=version.producer,
         ts_ns=TS_NS,
-        content_hash=content_hash(version.value.encode("utf-8")),
+        content_hash=version.content_hash,
         position=version.position,
         run_id=version.run_id,
         source_adapter=version.adapter,
@@ -378,6 +385,7 @@ class StoreMachine(RuleBasedStateMachine):
     forged = 0
     forged_receipts = 0
     tainted = 0
+    own_shown = 0
     tainted_writes = 0
     held = 0
     held_first = 0
@@ -416,6 +424,11 @@ class StoreMachine(RuleBasedStateMachine):
 
     def _adapter(self, given: str | None) -> str | None:
         return given if given is not None else self.handle_adapter
+
+    def _content_hash(self, position: int, text: str) -> str:
+        """The keyed hash of `text` under the salt the log stored for `position` (drawn at
+        random per event, so only the stored salt predicts it)."""
+        return expected_content_hash(self.store.event_log, position, text)
 
     def _derived_from(self, data: st.DataObject) -> list[int] | None:
         """None, or the positions a write names as its sources: now and then 0, or one past
@@ -470,7 +483,13 @@ class StoreMachine(RuleBasedStateMachine):
         )
         unique = tuple(dict.fromkeys(tags))
         self.model.rows[entry_id] = Row(
-            type, content, unique, importance, task_id, self._adapter(adapter)
+            type,
+            content,
+            unique,
+            importance,
+            task_id,
+            self._adapter(adapter),
+            self._content_hash(entry_id, content),
         )
 
     @rule(
@@ -499,7 +518,13 @@ class StoreMachine(RuleBasedStateMachine):
         for entry_id, (type, content, tags, adapter) in zip(ids, rows, strict=True):
             assert entry_id == self.model.write(self._adapter(adapter), "", None, [])
             self.model.rows[entry_id] = Row(
-                type, content, tuple(dict.fromkeys(tags)), 1.0, None, self._adapter(adapter)
+                type,
+                content,
+                tuple(dict.fromkeys(tags)),
+                1.0,
+                None,
+                self._adapter(adapter),
+                self._content_hash(entry_id, content),
             )
 
     @rule(data=st.data())
@@ -550,7 +575,14 @@ class StoreMachine(RuleBasedStateMachine):
             producer = f"task-{RUNS[run]}"
             position = model.write(self._adapter(adapter), producer, RUNS[run], sources or [])
             identity = (scope, RUNS[run] if scope == "run" else "", tag, key)
-            version = Version(position, value, producer, RUNS[run], self._adapter(adapter))
+            version = Version(
+                position,
+                value,
+                producer,
+                RUNS[run],
+                self._adapter(adapter),
+                self._content_hash(position, value),
+            )
             assert fact(identity, version) == published
             current = model.current(identity)
             if model.kept_out(scope, tag, version, current):
@@ -598,11 +630,15 @@ class StoreMachine(RuleBasedStateMachine):
         adapter: str | None,
         propagate: bool,
     ) -> None:
-        """Build a prompt as a task under an adapter: what it includes reaches that (adapter,
-        task, run) (lineage); an entry with an untrusted or quarantined ancestor is kept out
-        as `tainted`, and the next trusted one takes its place, however many there are; the
-        receipt is the reader's own event (the handle's adapter when none is named)."""
+        """Build a prompt as a task under an adapter (the handle's when none is named), which
+        the read trusts besides the policy's own: what it includes reaches that (adapter, task,
+        run) (lineage); an entry by another adapter is kept out as `untrusted_adapter`, one
+        with an ancestor by another adapter or quarantined as `tainted`, and the next trusted
+        one takes its place, however many there are; the receipt is the reader's own event
+        and records the policy with the reader's adapter trusted."""
         policy = MemoryTrustPolicy(trusted_adapters=frozenset({TRUSTED}), propagate_taint=propagate)
+        reader_adapter = self._adapter(adapter)
+        trusted = TRUSTING | {reader_adapter}
         task_id, run_id = reader or (None, None)
         wanted = tuple(dict.fromkeys(tags))
         text = load_persistent_memory(
@@ -617,10 +653,10 @@ class StoreMachine(RuleBasedStateMachine):
         model = self.model
         included: list[tuple[tuple[int, float, int], int, Row]] = []
         tainted: list[tuple[int, int]] = []
-        for item in model.ranked(wanted, lambda row: row.adapter in (None, TRUSTED)):
+        for item in model.ranked(wanted, lambda row: row.adapter in trusted):
             if len(included) == limit:
                 break
-            source = model.taint_source(item[1]) if propagate else None
+            source = model.taint_source(item[1], trusted) if propagate else None
             if source is None:
                 included.append(item)
             else:
@@ -629,17 +665,25 @@ class StoreMachine(RuleBasedStateMachine):
         refused = [
             item
             for item in model.ranked(wanted, lambda row: True, model.candidates())
-            if item[1] in held or item[2].adapter not in (None, TRUSTED)
+            if item[1] in held or item[2].adapter not in trusted
         ]
         if len(included) == limit:
             refused = [item for item in refused if item[0] > included[-1][0]]
         [receipt] = list(self.store.event_log.read(after=model.head))
-        reader_adapter = adapter if adapter is not None else self._adapter(None)
         model.append(reader_adapter)
         assert isinstance(receipt.payload, RecallRecorded)
         own = (task_id or "", run_id, reader_adapter)
         assert own == (receipt.producer_task_id, receipt.run_id, receipt.source_adapter)
         assert own[2] == receipt.payload.adapter
+        assert (
+            TrustSettings(
+                enabled=True,
+                trusted_adapters=tuple(sorted(a for a in trusted if a is not None)),
+                trust_untagged=True,
+                propagate_taint=propagate,
+            )
+            == receipt.payload.policy
+        )
         assert tuple(entry_id for _, entry_id, _ in included) == receipt.payload.included
         assert [
             *((i, "tainted", source) for i, source in tainted[:200]),
@@ -650,6 +694,7 @@ class StoreMachine(RuleBasedStateMachine):
         ] == [(e.position, e.reason, e.source) for e in receipt.payload.excluded]
         model.expose((reader_adapter or "", task_id or "", run_id or ""), receipt.payload.included)
         StoreMachine.tainted += len(tainted)
+        StoreMachine.own_shown += sum(row.adapter not in TRUSTING for _, _, row in included)
         assert (text == "") == (not included)
         for _, _, row in included:
             assert visible(row.content) in text
@@ -982,7 +1027,7 @@ class StoreMachine(RuleBasedStateMachine):
         expected = {
             position: source
             for position in sorted(model.sources)
-            if (source := model.taint_source(position)) is not None
+            if (source := model.taint_source(position, TRUSTING)) is not None
         }
         with self.store.snapshot() as snap:
             assert expected == taint(snap, sorted(model.sources), policy)
@@ -1133,7 +1178,9 @@ def key_file(directory: Path, name: str) -> Path:
 
 
 @pytest.mark.slow
-def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
+def test_store_behaves_like_its_plain_python_model(
+    tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
     """Random sequences of adds, batches (some with a bad row), removes, publishes, decays,
     prunes, recalls by tasks (whose later writes derive from what they read) and writes
     declaring their sources, quarantines and releases, conflict policies (naming their
@@ -1143,13 +1190,16 @@ def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
     (policies naming the forger as owner among them) and forged receipts (another task's,
     under another adapter, or with payload and envelope adapters that disagree) appended
     around the API, reopens and rebuild checks: every read and every receipt (tainted
-    entries kept out, naming their source) equals the model's answer, exactly the writes the
-    model holds tainted are, the head is always the model's, and whenever checked the read
-    model equals a refold of the log."""
+    entries kept out, naming their source; a reader's own adapter trusted, and recorded in
+    its receipt's policy) equals the model's answer, with each content hash the keyed hash of
+    its text under the salt the log stored, exactly the writes the model holds tainted are,
+    the head is always the model's, and whenever checked the read model equals a refold of
+    the log. The same examples every run, unless --hypothesis-seed
+    picks others."""
     StoreMachine.examples = StoreMachine.steps = 0
     StoreMachine.quarantines = StoreMachine.releases = 0
     StoreMachine.refused = StoreMachine.forged = StoreMachine.forged_receipts = 0
-    StoreMachine.tainted = StoreMachine.tainted_writes = 0
+    StoreMachine.tainted = StoreMachine.tainted_writes = StoreMachine.own_shown = 0
     StoreMachine.held = StoreMachine.decided = StoreMachine.held_first = 0
     StoreMachine.keys = {name: read_operator_key(key_file(tmp_path, name)) for name in KEY_NAMES}
     run_state_machine_as_test(
@@ -1158,7 +1208,7 @@ def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
             max_examples=EXAMPLES,
             stateful_step_count=STEPS,
             deadline=None,
-            derandomize=True,
+            derandomize=pytestconfig.getoption("--hypothesis-seed") is None,
             database=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
@@ -1169,6 +1219,7 @@ def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
         f"{StoreMachine.refused} refused operator actions, {StoreMachine.forged} forged, "
         f"{StoreMachine.forged_receipts} forged receipts, "
         f"{StoreMachine.tainted} kept out as tainted, "
+        f"{StoreMachine.own_shown} shown to their own adapter only, "
         f"{StoreMachine.tainted_writes} tainted writes checked, "
         f"{StoreMachine.held} held or denied ({StoreMachine.held_first} written first), "
         f"{StoreMachine.decided} decided"
@@ -1178,4 +1229,5 @@ def test_store_behaves_like_its_plain_python_model(tmp_path: Path) -> None:
     assert StoreMachine.refused > 0 and StoreMachine.forged > 0
     assert StoreMachine.forged_receipts > 0 and StoreMachine.tainted_writes > 0
     assert StoreMachine.tainted > 0 and StoreMachine.held > 0 and StoreMachine.decided > 0
+    assert StoreMachine.own_shown > 0
     assert StoreMachine.held_first > 0
