@@ -65,7 +65,7 @@ class LogFormat(NamedTuple):
             raise LegacyFormatError(
                 f"{where} holds a format-v{self.version} log, which this version reads, "
                 "verifies and exports but never writes; copy it into a new log with "
-                "`factledger migrate OLD NEW --key FILE`; nothing was written"
+                "`factledger migrate OLD NEW --key FILE`; no event was appended"
             )
 
 
