@@ -49,7 +49,13 @@ def read_text(path: str, what: str, *, max_bytes: int) -> str:
 @contextlib.contextmanager
 def replacing(path: Path) -> Iterator[TextIO]:
     """A text stream into a new temporary file beside `path`, which replaces `path` only
-    when the block ends without an error; otherwise it is removed and `path` is untouched."""
+    when the block ends without an error; otherwise it is removed and `path` is untouched.
+    A device or a pipe at `path` (`/dev/null`, `/dev/stdout`, a FIFO) is written in place,
+    as a shell's `>` would: replacing it would put a regular file where it was."""
+    if _is_special(path):
+        with open(path, "w", encoding="utf-8", newline="") as stream:
+            yield stream
+        return
     mode = _mode_for(path)
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -72,3 +78,13 @@ def _mode_for(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def _is_special(path: Path) -> bool:
+    """Whether `path` names something that exists and is neither a regular file nor a
+    directory (a character or block device, a FIFO, a socket)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))

@@ -324,3 +324,25 @@ def test_other_libraries_reach_stderr_only_at_error_as_one_line(
     assert "own_warning" in err and "position=7" in err
     assert 1 == err.count("own_warning")
     assert before == (list(root.handlers), list(own.handlers), own.level, own.propagate, root.level)
+
+
+def test_an_output_that_is_a_pipe_is_written_in_place_not_replaced(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`--out` naming a FIFO (or a device such as /dev/null) is written as a shell's `>`
+    writes it: replacing it would leave a regular file where the pipe or device was (as
+    root, `export --out /dev/null` once replaced /dev/null)."""
+    import stat
+    import threading
+
+    assert 0 == cli("add", "a note", "--tag", "t").code
+    fifo = tmp_path / "out.pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert 0 == cli("export", "--out", str(fifo)).code
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert 2 == len(received[0].decode().splitlines())
+    assert [fifo.name] == [p.name for p in tmp_path.iterdir() if p.name.startswith((".out", "out"))]
