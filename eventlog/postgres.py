@@ -48,7 +48,6 @@ from eventlog.errors import (
     InvalidTypeError,
     LegacyFormatError,
     LogBusyError,
-    LogExistsError,
     PermissionDeniedError,
     StorageError,
 )
@@ -56,7 +55,6 @@ from eventlog.events import NewEvent, RecordedEvent, Unreadable
 from eventlog.formats import CURRENT, MAX_TEXT_BYTES, LogFormat, format_named
 from eventlog.logs import get_logger
 from eventlog.migration import Migration, Reading
-from eventlog.postgres_schema import Roles
 from eventlog.rows import decoded_events, lookup_event, stored_row, stored_rows, window
 
 log = get_logger("factledger.eventlog")
@@ -76,7 +74,7 @@ _SQL_SESSION = (
     " set_config('default_transaction_read_only', %s, false),"
     " coalesce(nullif(current_setting('factledger.schema', true), ''), %s)"
 )
-_SQL_SCHEMA = "SELECT coalesce(nullif(current_setting('factledger.schema', true), ''), %s)"
+SQL_SCHEMA = "SELECT coalesce(nullif(current_setting('factledger.schema', true), ''), %s)"
 _SQL_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
 _SQL_COMMIT = "COMMIT"
 _SQL_ROLLBACK = "ROLLBACK"
@@ -106,7 +104,7 @@ def _rows_query(log_format: LogFormat, where: str) -> str:
     return select + where
 
 
-class _Statements(NamedTuple):
+class Statements(NamedTuple):
     """The log's statements, rendered for one schema (and the format of its log)."""
 
     lock: str = "SELECT head_position, head_chain_hash FROM {schema}.lock_head()"
@@ -132,7 +130,7 @@ class _Statements(NamedTuple):
     )
 
     @classmethod
-    def for_schema(cls, name: str, log_format: LogFormat = CURRENT) -> _Statements:
+    def for_schema(cls, name: str, log_format: LogFormat = CURRENT) -> Statements:
         templates = cls()
         if log_format is not CURRENT:
             templates = templates._replace(
@@ -254,7 +252,7 @@ class PostgresEventLog:
         self._max_content_bytes = max_content_bytes
         self._where = f"PostgreSQL database {params.get('dbname') or params.get('user') or ''}"
         self._schema = ""
-        self._sql = _Statements()
+        self._sql = Statements()
         self._format = CURRENT
         self._lock = threading.RLock()
         self._tx: _Transaction | None = None
@@ -290,7 +288,7 @@ class PostgresEventLog:
             raise
         if not self._schema:
             self._schema = name
-            self._sql = _Statements.for_schema(name, self._format)
+            self._sql = Statements.for_schema(name, self._format)
             info = conn.info
             self._where = f"PostgreSQL log {name} in database {info.dbname} at {info.host}"
         elif name != self._schema:
@@ -378,7 +376,7 @@ class PostgresEventLog:
         except psycopg.Error as exc:
             raise translate(exc, "open", self._where) from None
         self._format = format_named(schema.FORMAT_PREFIX, meta["format"], self._where)
-        self._sql = _Statements.for_schema(self._schema, self._format)
+        self._sql = Statements.for_schema(self._schema, self._format)
         if meta["log_id"] is None:
             raise StorageError(f"{self._where} holds a log with no log id")
         return str(meta["log_id"])
@@ -747,7 +745,7 @@ class _Transaction:
         reply is read (`_Sent.check`)."""
         if not self._pending:
             return None
-        sent = _send(self._conn, self._sql, self._pending)
+        sent = send_rows(self._conn, self._sql, self._pending)
         self._pending = []
         return sent
 
@@ -891,7 +889,7 @@ class _Sent(NamedTuple):
                 )
 
 
-def _send(conn: Connection, statements: _Statements, rows: Sequence[Sealed]) -> _Sent:
+def send_rows(conn: Connection, statements: Statements, rows: Sequence[Sealed]) -> _Sent:
     """Append sealed events and their texts through the log's write path, in one statement:
     the server checks each row and computes its chain value."""
     cursor = conn.execute(
@@ -908,138 +906,3 @@ def _send(conn: Connection, statements: _Statements, rows: Sequence[Sealed]) -> 
 
 def _count(row: Row | None) -> int:
     return int(row[0]) if row else 0
-
-
-# -- administration ------------------------------------------------------------------------
-
-
-def init_schema(
-    dsn: str,
-    *,
-    role_prefix: str = schema.DEFAULT_ROLE_PREFIX,
-    first_events: Callable[[str], Sequence[NewEvent]] | None = None,
-) -> Roles:
-    """Create the log (if absent) and its three group roles, and give each its privileges.
-
-    The owner role owns the schema; the writer may INSERT and SELECT on the log and UPDATE
-    the head; the reader may SELECT; PUBLIC gets nothing. Run it as a role that may create
-    roles and schemas (a superuser, usually). Safe to run again: on an existing log it
-    replaces the functions holding the log's rules with this version's. An agent login
-    (`add_agent`) may append nothing until the log holds an `operator_added` event.
-
-    With `first_events`, the log must be new: the events `first_events(log_id)` returns (its
-    first operator's registration) are appended in the transaction that creates it, so no
-    other session ever sees it without them. A log that exists already is `LogExistsError`,
-    and nothing is changed.
-    """
-    names = schema.roles(role_prefix)
-
-    def initialize(conn: Connection, name: str) -> None:
-        with conn.transaction():
-            schema.serialize_administration(conn)
-            schema.create_group_roles(conn, names)
-            log_id = str(uuid.uuid4())
-            genesis = CURRENT.chain.genesis(log_id)
-            created = schema.create(conn, name, log_id, genesis)
-            if not created:
-                schema.upgrade(conn, name)
-            if first_events is not None:
-                if not created:
-                    raise LogExistsError(
-                        f"schema {name} already holds a factledger log: its first events "
-                        "were written when it was made; nothing was changed"
-                    )
-                _append_first(conn, name, genesis, first_events(log_id))
-            schema.grant(conn, name, names)
-
-    _administer(dsn, initialize, "initialize the log in")
-    log.info("log_schema_initialized", owner=names.owner, writer=names.writer, reader=names.reader)
-    return names
-
-
-def _append_first(conn: Connection, name: str, genesis: bytes, events: Sequence[NewEvent]) -> None:
-    """Append a new log's first events in the transaction that creates it."""
-    prepared = [
-        prepare(event, clock_ns=time.time_ns, max_content_bytes=MAX_CONTENT_BYTES)
-        for event in events
-    ]
-    check_distinct_ids(prepared)
-    rows, previous = [], genesis
-    for position, item in enumerate(prepared, start=1):
-        sealed = seal(item, position, previous)
-        previous = sealed.chain_hash
-        rows.append(sealed)
-    if rows:
-        _send(conn, _Statements.for_schema(name), rows).check(f"PostgreSQL schema {name}")
-
-
-def add_agent(
-    dsn: str,
-    role: str,
-    adapter: str,
-    *,
-    role_prefix: str = schema.DEFAULT_ROLE_PREFIX,
-    password: str | None = None,
-) -> None:
-    """Create the login role `role`, a writer whose appends the database refuses unless every
-    event names `adapter` as its source adapter. A binding is never changed."""
-    names = schema.roles(role_prefix)
-
-    def bind(conn: Connection, name: str) -> None:
-        with conn.transaction():
-            schema.serialize_administration(conn)
-            schema.bind_agent(conn, name, role, adapter, names, password)
-
-    _administer(dsn, bind, "add an agent to")
-    log.info("log_agent_added", role=role, adapter=adapter)
-
-
-class RemovedAgent(NamedTuple):
-    """What `remove_agent` did: the adapter the role was bound to, and the open sessions of
-    the role it ended."""
-
-    adapter: str
-    sessions_ended: int
-
-
-def remove_agent(
-    dsn: str, role: str, *, role_prefix: str = schema.DEFAULT_ROLE_PREFIX
-) -> RemovedAgent:
-    """Remove agent login `role`: it may no longer log in (its password is dropped), it
-    leaves the writer role, and its open sessions are ended. Its binding and every event it
-    wrote stay in the log. A role that is no agent of the log, unknown, or already removed
-    is `InvalidInputError`, and nothing changes."""
-    names = schema.roles(role_prefix)
-    removed: list[RemovedAgent] = []
-
-    def unbind(conn: Connection, name: str) -> None:
-        with conn.transaction():
-            schema.serialize_administration(conn)
-            adapter = schema.unbind_agent(conn, name, role, names)
-        removed.append(RemovedAgent(adapter, schema.end_sessions(conn, role)))
-
-    _administer(dsn, unbind, "remove an agent from")
-    log.info("log_agent_removed", role=role, sessions_ended=removed[0].sessions_ended)
-    return removed[0]
-
-
-def setup(dsn: str, *, role_prefix: str = schema.DEFAULT_ROLE_PREFIX) -> schema.Setup:
-    """How the log at `dsn` is set up: its head, its group roles, and each agent login with
-    its adapter and whether it can still connect and write. Only reads."""
-    names = schema.roles(role_prefix)
-    found: list[schema.Setup] = []
-    _administer(dsn, lambda conn, name: found.append(schema.setup(conn, name, names)), "read")
-    return found[0]
-
-
-def _administer(dsn: str, work: Callable[[Connection, str], None], action: str) -> None:
-    """Run `work(connection, schema)` on a session of `dsn`, mapping errors to ours."""
-    if not isinstance(dsn, str):
-        raise InvalidTypeError(f"dsn must be str, not {type(dsn).__name__}")
-    try:
-        with psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
-            row = conn.execute(_SQL_SCHEMA, (schema.DEFAULT_SCHEMA,)).fetchone()
-            name = schema.check_name("schema", row[0] if row else None)
-            work(conn, name)
-    except psycopg.Error as exc:
-        raise translate(exc, action, "PostgreSQL") from None

@@ -123,7 +123,7 @@ def init_postgres(
     nothing until one is registered. Safe to run again: on a log that exists, the roles'
     privileges are granted again and nothing is written; given `key`, it must be one of
     that log's operator keys."""
-    from eventlog.postgres import init_schema
+    from eventlog.postgres_admin import init_schema
 
     signer = None if key is None else operator_key(key)
     made: list[str] = []

@@ -14,6 +14,7 @@ PACKAGES = ("eventlog", "projections", "replay")
 SQL_HOMES = {
     "eventlog/sqlite.py",
     "eventlog/postgres.py",
+    "eventlog/postgres_admin.py",
     "eventlog/postgres_schema.py",
     "projections/_sql.py",
     "projections/_sql_knowledge.py",

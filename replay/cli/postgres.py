@@ -109,7 +109,7 @@ def add_agent(
 ) -> int:
     """Create login ROLE, a writer whose appends the database refuses unless every event
     names --adapter as its source adapter. A binding is never changed."""
-    from eventlog.postgres import add_agent as bind
+    from eventlog.postgres_admin import add_agent as bind
 
     password = password_file.readline().rstrip("\n") if password_file is not None else None
     bind(
@@ -131,7 +131,7 @@ def remove_agent(session: Session, role: str, role_prefix: str) -> int:
     """Remove agent login ROLE: it can no longer log in or write (its password, its writer
     membership and its open sessions end); its binding and every event it wrote stay in the
     log. Refuses a role that is not an agent of the log, and one already removed."""
-    from eventlog.postgres import remove_agent as unbind
+    from eventlog.postgres_admin import remove_agent as unbind
 
     removed = unbind(session.needs_dsn(), role, role_prefix=role_prefix)
     session.emit(
@@ -149,7 +149,7 @@ def status(session: Session, role_prefix: str) -> int:
     """How the log in PostgreSQL is set up: its schema, log id and head, its owner, writer
     and reader roles, each agent login with its adapter and whether it can still connect
     and write, and the operator keys (read through this host's cache, --db)."""
-    from eventlog.postgres import setup
+    from eventlog.postgres_admin import setup
 
     found = setup(session.needs_dsn(), role_prefix=role_prefix)
     with session.ledger() as ledger:

@@ -40,7 +40,8 @@ from eventlog.chain import SHA256  # noqa: E402
 from eventlog.contract import EVERY_KIND, LogContract, fact, memory  # noqa: E402
 from eventlog.drafts import prepare, seal  # noqa: E402
 from eventlog.events import PAYLOAD_TYPES, kind_of  # noqa: E402
-from eventlog.postgres import PostgresEventLog, add_agent, init_schema, translate  # noqa: E402
+from eventlog.postgres import PostgresEventLog, translate  # noqa: E402
+from eventlog.postgres_admin import add_agent, init_schema  # noqa: E402
 from tests.postgres import PgLog  # noqa: E402
 from tests.test_docs import docs_export_verifier  # noqa: E402
 

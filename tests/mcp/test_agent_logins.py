@@ -22,7 +22,7 @@ from tests.mcp.test_server import CALLS, TOOLS, call
 from tests.postgres import PgLog
 
 pytest.importorskip("psycopg")
-from eventlog.postgres import add_agent
+from eventlog.postgres_admin import add_agent
 from replay import generate_key, init_postgres
 
 CODEX = AgentIdentity(task_id="review-2", run_id="run-42", adapter="codex")

@@ -184,7 +184,7 @@ def test_through_postgres_an_unsigned_import_is_untrusted_on_every_host(
 ) -> None:
     """A PostgreSQL log made without an operator: an import through one host's cache is
     unsigned, and another host's cache reads it flagged and keeps it out of its prompts."""
-    from eventlog.postgres import init_schema
+    from eventlog.postgres_admin import init_schema
 
     init_schema(pg.dsn, role_prefix=pg.roles)
     with Ledger.open(pg.dsn, cache=tmp_path / "a.db", read_only=False) as ledger:

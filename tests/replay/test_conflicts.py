@@ -416,7 +416,7 @@ def test_an_untrusted_first_writer_on_postgresql_owns_nothing(pg: PgLog, tmp_pat
     """On a log in PostgreSQL, an agent login bound to codex publishes first through its
     host's cache; the operator's policy (set through another host's cache) makes
     claude-code's later version current on every host, and codex's is held."""
-    from eventlog.postgres import add_agent
+    from eventlog.postgres_admin import add_agent
 
     key = tmp_path / "op.key"
     generate_key(key)

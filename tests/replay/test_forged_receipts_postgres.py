@@ -19,7 +19,8 @@ from eventlog import (  # noqa: E402
     RecallRecorded,
     content_hash,
 )
-from eventlog.postgres import PostgresEventLog, add_agent  # noqa: E402
+from eventlog.postgres import PostgresEventLog  # noqa: E402
+from eventlog.postgres_admin import add_agent  # noqa: E402
 from projections import MemoryTrustPolicy, SQLiteMemoryStore, recall_memory  # noqa: E402
 from projections._taint import taint  # noqa: E402
 from replay import Ledger, generate_key, init_postgres  # noqa: E402
