@@ -48,3 +48,22 @@ def cli(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Callable[..., Res
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+def log_with_codex_login(cli: Callable[..., Result], pg: Any, tmp_path: Path) -> str:
+    """Make `pg`'s log with an operator key (position 1) and bind a login `<prefix>_codex` to
+    codex, through the command line; returns the login's name."""
+    key = str(tmp_path / "operator.key")
+    assert 0 == cli("keygen", key, db_path=None).code
+    made = cli(
+        "pg", "init", "--operator-key", key, "--dsn", pg.dsn, "--role-prefix", pg.roles,
+        db_path=None,
+    )  # fmt: skip
+    assert 0 == made.code, made.err
+    login = f"{pg.roles}_codex"
+    bound = cli(
+        "pg", "add-agent", login, "--adapter", "codex", "--dsn", pg.dsn,
+        "--role-prefix", pg.roles, db_path=None,
+    )  # fmt: skip
+    assert 0 == bound.code, bound.err
+    return login

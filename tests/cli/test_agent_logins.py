@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import RecallRecorded, RecordedEvent, open_log
-from tests.cli.conftest import Result
+from tests.cli.conftest import Result, log_with_codex_login
 from tests.postgres import PgLog
 
 Cli = Callable[..., Result]
@@ -39,19 +39,7 @@ def seeded(cli: Cli, pg: PgLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     """A log in PostgreSQL made with its operator key (1), with an agent login `<prefix>_codex`
     bound to codex: the operator's fact (2), evil-cli's overwrite of it (3), the operator's
     entry (4). Returns the login."""
-    key = str(tmp_path / "operator.key")
-    assert 0 == cli("keygen", key, db_path=None).code
-    made = cli(
-        "pg", "init", "--operator-key", key, "--dsn", pg.dsn, "--role-prefix", pg.roles,
-        db_path=None,
-    )  # fmt: skip
-    assert 0 == made.code, made.err
-    login = f"{pg.roles}_codex"
-    bound = cli(
-        "pg", "add-agent", login, "--adapter", "codex", "--dsn", pg.dsn,
-        "--role-prefix", pg.roles, db_path=None,
-    )  # fmt: skip
-    assert 0 == bound.code, bound.err
+    login = log_with_codex_login(cli, pg, tmp_path)
     operator = str(tmp_path / "operator" / "cache.db")
     assert (
         0

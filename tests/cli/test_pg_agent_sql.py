@@ -19,7 +19,7 @@ from eventlog.contract import EVERY_KIND, memory  # noqa: E402
 from eventlog.drafts import prepare, seal  # noqa: E402
 from eventlog.events import is_operator_action  # noqa: E402
 from eventlog.postgres_schema import REFUSED_EVENT  # noqa: E402
-from tests.cli.conftest import Result  # noqa: E402
+from tests.cli.conftest import Result, log_with_codex_login  # noqa: E402
 from tests.postgres import PgLog  # noqa: E402
 
 Cli = Callable[..., Result]
@@ -31,19 +31,7 @@ MIB = 1024 * 1024
 @pytest.fixture
 def agent_dsn(cli: Cli, pg: PgLog, tmp_path: Path) -> str:
     """A log made with its operator key and one fact, and a login bound to codex."""
-    key = str(tmp_path / "operator.key")
-    assert 0 == cli("keygen", key, db_path=None).code
-    made = cli(
-        "pg", "init", "--operator-key", key, "--dsn", pg.dsn, "--role-prefix", pg.roles,
-        db_path=None,
-    )  # fmt: skip
-    assert 0 == made.code, made.err
-    login = f"{pg.roles}_codex"
-    bound = cli(
-        "pg", "add-agent", login, "--adapter", "codex", "--dsn", pg.dsn,
-        "--role-prefix", pg.roles, db_path=None,
-    )  # fmt: skip
-    assert 0 == bound.code, bound.err
+    login = log_with_codex_login(cli, pg, tmp_path)
     cache = str(tmp_path / "operator.db")
     shared = cli("share", "users", "{name: str}", "--tag", "api", "--dsn", pg.dsn, db_path=cache)
     assert 0 == shared.code, shared.err
