@@ -32,6 +32,10 @@ from projections._comparison import (
 from projections._database import (
     ScratchDatabase,
 )
+from projections._erasures import (
+    ErasureVerdict,
+    judge_erasures,
+)
 from projections._knowledge import (
     Identity,
     KnowledgeProjector,
@@ -82,6 +86,7 @@ __all__ = [
     "MEMORY_TYPES",
     "SCOPES",
     "DriftReport",
+    "ErasureVerdict",
     "Identity",
     "KnowledgeProjector",
     "LegacyFile",
@@ -111,6 +116,7 @@ __all__ = [
     "fold",
     "holds_legacy_table",
     "inquiries",
+    "judge_erasures",
     "legacy_events",
     "legacy_identity",
     "lineage",
