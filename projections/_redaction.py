@@ -2,14 +2,17 @@
 
 Matching runs on a normalized reading of the text (NFKC, so a fullwidth at sign and digits
 read as ASCII; invisible characters other than whitespace left out, so a zero-width space, a
-soft hyphen or a bidi control cannot split a number), and each match masks the whole stretch
+soft hyphen or a bidi control cannot split a number; a character whose compatibility form
+holds a space, a spacing accent say, is read as itself), and each match masks the whole stretch
 of the original text it came from. Everything outside a match is shown exactly as it was.
 
 What is masked, on that reading:
-- e-mail addresses, Unicode ones included: a local part of letters, digits, combining marks
-  and ``.!#$%&'*+=?^~_-``; a domain of dot-separated labels (the ideographic full stop
-  counts as a dot) whose last label starts with a letter, so IDN and punycode domains match
-  and ``user@10.0.0.1`` does not;
+- e-mail addresses, Unicode ones included: a local part of any characters but whitespace
+  and the delimiters ``@<>()[]\\,;:"`{|}/`` (RFC 6531 allows any non-ASCII character); a
+  domain of dot-separated labels of letters, digits, combining marks, hyphens and the
+  punctuation IDNA allows in context (the ideographic full stop counts as a dot) whose last
+  label starts with a letter, so IDN and punycode domains match and ``user@10.0.0.1`` does
+  not;
 - payment card numbers: 13 to 19 digits passing the Luhn check, digits split by up to three
   separators each (whitespace, newline and tab included, dots, slashes, underscores and any
   dash), unless the digits read as an ISO date or a dotted IPv4 address;
@@ -51,6 +54,9 @@ _LAST_MARKED = 0x30000
 """Combining marks are looked for below this code point: above it, only the variation
 selectors supplement has marks, and those are invisible, so never in the reading."""
 _EXTRA_DASHES = "\u2212"
+_CONTEXT_DOTS = "\u00b7\u0375\u05f3\u05f4\u30fb"
+"""Punctuation IDNA allows inside a domain label in context (Catalan middle dot, Greek
+keraia, Hebrew geresh and gershayim, katakana middle dot)."""
 """Dash-like characters outside the dash punctuation category: the minus sign."""
 
 
@@ -115,8 +121,8 @@ def _patterns() -> _Patterns:
     dashes = "".join(_ranges(lambda char: unicodedata.category(char) == "Pd"))
     dashes += "".join(f"\\u{ord(char):04x}" for char in _EXTRA_DASHES)
     marks = "".join(_ranges(lambda char: unicodedata.category(char) in ("Mn", "Mc", "Me")))
-    word = f"\\w{marks}"
-    local = f"{word}.!#$%&'*+=?^~\\-"
+    word = f"\\w{marks}{_CONTEXT_DOTS}"
+    local = f'[^\\s@<>()\\[\\]\\\\,;:"`{{|}}/{_HOLE}]'
     label = f"[{word}][{word}\\-]*"
     top = f"[^\\W\\d_][{word}\\-]*"
     dot = "[.\u3002]"
@@ -136,7 +142,7 @@ def _patterns() -> _Patterns:
             f"(?<![\\w+])(?:\\+?1{short}?)?(?:\\(\\d{{3}}\\){short}?|\\d{{3}}{short})"
             f"\\d{{3}}{short}\\d{{4}}(?![\\w{dashes}])"
         ),
-        email=re.compile(f"(?<![{local}])[{local}]+@{label}(?:{dot}{label})*{dot}{top}"),
+        email=re.compile(f"(?<!{local}){local}+@{label}(?:{dot}{label})*{dot}{top}"),
     )
 
 
@@ -175,6 +181,8 @@ def _reading(text: str) -> tuple[str, list[int] | None]:
             if is_invisible(char) and not char.isspace():
                 continue
             piece = unicodedata.normalize("NFKC", char)
+            if not char.isspace() and any(part.isspace() for part in piece):
+                piece = char
             pieces.append(piece)
             origin.extend([start + offset] * len(piece))
     return "".join(pieces), origin
