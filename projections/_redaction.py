@@ -45,6 +45,8 @@ _RUNS = re.compile(r"([\t-\r\x1c-\x7e]+)|([^\x00-\x7f]+)|([\s\S])")
 _HOLE = "\ue000"
 """Stands in for a match while the next patterns run: private use, so never in the reading,
 and like `[` to every pattern (no word character, no digit)."""
+_DIGIT = re.compile(r"\d")
+"""Every pattern but the e-mail one needs a digit; the e-mail one needs `@`."""
 _NOT_CARD = re.compile(
     r"(?<!\d)(?:1[6-9]|20)\d\d([-/.])(?:0[1-9]|1[0-2])\1(?:0[1-9]|[12]\d|3[01])(?!\d)"
     r"|(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?!\d)"
@@ -85,6 +87,9 @@ def redact_value(text: str) -> str:
     """`text` with e-mail addresses, phone numbers (international ones whole), US SSNs and
     Luhn-valid card numbers replaced by [REDACTED], found in its normalized reading."""
     reading, origin = _reading(text)
+    numbered = _DIGIT.search(reading) is not None
+    if not numbered and "@" not in reading:
+        return text
     patterns = _patterns()
     spans: list[tuple[int, int]] = []
 
@@ -99,10 +104,12 @@ def redact_value(text: str) -> str:
             return mask(match)
         return found
 
-    reading = patterns.international_phone.sub(mask, reading)
-    reading = patterns.card.sub(card, reading)
-    for pattern in (patterns.ssn, patterns.phone, patterns.email):
-        reading = pattern.sub(mask, reading)
+    if numbered:
+        reading = patterns.international_phone.sub(mask, reading)
+        reading = patterns.card.sub(card, reading)
+        reading = patterns.ssn.sub(mask, reading)
+        reading = patterns.phone.sub(mask, reading)
+    reading = patterns.email.sub(mask, reading)
     if not spans:
         return text
     shown, done = [], 0
