@@ -8,14 +8,17 @@ of the original text it came from. Everything outside a match is shown exactly a
 
 What is masked, on that reading:
 - e-mail addresses, Unicode ones included: a local part of any characters but whitespace
-  and the delimiters ``@<>()[]\\,;:"`{|}/`` (RFC 6531 allows any non-ASCII character); a
+  and the delimiters ``@<>()[]\\,;:"`{|}/`` (RFC 6531 allows any non-ASCII character), or
+  a quoted one of up to 64 characters on one line; a
   domain of dot-separated labels of letters, digits, combining marks, hyphens and the
   punctuation IDNA allows in context (the ideographic full stop counts as a dot) whose last
   label starts with a letter, so IDN and punycode domains match and ``user@10.0.0.1`` does
   not;
 - payment card numbers: 13 to 19 digits passing the Luhn check, digits split by up to three
   separators each (whitespace, newline and tab included, dots, slashes, underscores and any
-  dash), unless the digits read as an ISO date or a dotted IPv4 address;
+  dash); an ISO date or a dotted IPv4 address is no part of one, and where the digits
+  around a card hide it (a number before it, another group after), the first run of whole
+  groups of three or more digits that passes is masked;
 - US social security numbers `AAA-GG-SSSS` with any dash between the groups (every
   Unicode dash punctuation character and the minus sign: NFKC folds only the fullwidth and
   small hyphen-minus to `-`, and U+2011 only to U+2010);
@@ -47,6 +50,7 @@ _HOLE = "\ue000"
 and like `[` to every pattern (no word character, no digit)."""
 _DIGIT = re.compile(r"\d")
 """Every pattern but the e-mail one needs a digit; the e-mail one needs `@`."""
+_GROUP = re.compile(r"\d+")
 _NOT_CARD = re.compile(
     r"(?<!\d)(?:1[6-9]|20)\d\d([-/.])(?:0[1-9]|1[0-2])\1(?:0[1-9]|[12]\d|3[01])(?!\d)"
     r"|(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?!\d)"
@@ -97,16 +101,9 @@ def redact_value(text: str) -> str:
         spans.append(match.span())
         return _HOLE * len(match.group())
 
-    def card(match: re.Match[str]) -> str:
-        found = match.group()
-        digits = "".join(char for char in found if char.isdecimal())
-        if 13 <= len(digits) <= 19 and luhn_valid(digits) and not _NOT_CARD.search(found):
-            return mask(match)
-        return found
-
     if numbered:
         reading = patterns.international_phone.sub(mask, reading)
-        reading = patterns.card.sub(card, reading)
+        reading = _cards(patterns.card, reading, spans)
         reading = patterns.ssn.sub(mask, reading)
         reading = patterns.phone.sub(mask, reading)
     reading = patterns.email.sub(mask, reading)
@@ -119,6 +116,45 @@ def redact_value(text: str) -> str:
         done = last
     shown.append(text[done:])
     return "".join(shown)
+
+
+def _cards(card: re.Pattern[str], reading: str, spans: list[tuple[int, int]]) -> str:
+    """`reading` with each card number in holes, its span added to `spans`. A candidate
+    holding a date or an IPv4 address is looked at again right after it, so a card written
+    after a date is still found."""
+    pieces, done, start = [], 0, 0
+    while found := card.search(reading, start):
+        shape = _NOT_CARD.search(found.group())
+        if shape is not None:
+            start = found.start() + shape.end()
+            continue
+        span = _card_in(found.group())
+        if span is not None:
+            first, last = found.start() + span[0], found.start() + span[1]
+            spans.append((first, last))
+            pieces += [reading[done:first], _HOLE * (last - first)]
+            done = last
+        start = found.end()
+    return "".join([*pieces, reading[done:]])
+
+
+def _card_in(candidate: str) -> tuple[int, int] | None:
+    """Where in `candidate` (digits and separators) a card number is: all of it when its
+    digits pass, else the first run of whole groups of three or more digits that does (so
+    digits written before or after a grouped card do not hide it); None if none does."""
+    groups = [group.span() for group in _GROUP.finditer(candidate)]
+    windows = [(0, len(groups))]
+    for first in range(len(groups)):
+        last = first
+        while last < len(groups) and groups[last][1] - groups[last][0] >= 3:
+            last += 1
+        windows += [(first, end) for end in range(last, first, -1)]
+    for first, last in windows:
+        if 13 <= sum(end - start for start, end in groups[first:last]) <= 19:
+            digits = "".join(candidate[start:end] for start, end in groups[first:last])
+            if luhn_valid(digits):
+                return groups[first][0], groups[last - 1][1]
+    return None
 
 
 @functools.cache
@@ -149,7 +185,9 @@ def _patterns() -> _Patterns:
             f"(?<![\\w+])(?:\\+?1{short}?)?(?:\\(\\d{{3}}\\){short}?|\\d{{3}}{short})"
             f"\\d{{3}}{short}\\d{{4}}(?![\\w{dashes}])"
         ),
-        email=re.compile(f"(?<!{local}){local}+@{label}(?:{dot}{label})*{dot}{top}"),
+        email=re.compile(
+            f'(?:"[^"\\n]{{1,64}}"|(?<!{local}){local}+)@{label}(?:{dot}{label})*{dot}{top}'
+        ),
     )
 
 

@@ -147,6 +147,9 @@ def test_the_issues_examples_are_masked_whole(text: str) -> None:
         "o'brien@example.com",
         "first.last+tag@mail.example.co.uk",
         "alice@example.com-foo",
+        '"john doe"@example.com',
+        "\u013fa@example.com",
+        "jos\u00b4e@example.com",
     ],
 )
 def test_unicode_and_idn_addresses_are_masked_whole(text: str) -> None:
@@ -173,6 +176,7 @@ def test_ssn_with_any_dash_is_masked(dash: str) -> None:
         "+33 (0)1 42 68 53 00",
         "+44\u00a0(0)20\u00a07946\u00a00958",
         "+\u0664\u0664 20 7946 0958",
+        "\uff0b44 \uff080\uff0920 7946 0958",
     ],
 )
 def test_international_phones_with_groups_in_parentheses_are_masked_whole(text: str) -> None:
@@ -212,12 +216,45 @@ def test_invisible_characters_and_other_digits_do_not_hide_personal_data(text: s
         "ssn-like 123-45-6789-0000",
         "ssn-like 123\u201345\u20136789\u20130",
         "position 4111111111111111x",
+        'quoted "not an address" @example.com',
     ],
 )
 def test_what_the_product_prints_is_not_masked(text: str) -> None:
     """ISO dates and IPv4 addresses are no card even when their digits pass Luhn (the first
     three do); hashes, ids, times and versions are left alone."""
     assert text == redact_value(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "address literal user@[192.168.0.1]",
+        "card split by four 4111 -- 1111 -- 1111 -- 1111",
+    ],
+)
+def test_known_gaps_stay_visible(text: str) -> None:
+    """Documented limits (docs/command-line.md): address literals; more than three
+    separators between two digits."""
+    assert text == redact_value(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("on 2026-12-02 4111 1111 1111 1111", f"on 2026-12-02 {MASK}"),
+        ("on 2026-12-02 4111111111111111", f"on 2026-12-02 {MASK}"),
+        ("host 10.0.0.1 4111 1111 1111 1111", f"host 10.0.0.1 {MASK}"),
+        ("4111 1111 1111 1111 2026-12-02", f"{MASK} 2026-12-02"),
+        ("order 12 4111 1111 1111 1111", f"order 12 {MASK}"),
+        ("order 7 4111111111111111", f"order 7 {MASK}"),
+        ("4111 1111 1111 1111 22 left", f"{MASK} 22 left"),
+        ("amex 1 3782 822463 10005 x", f"amex 1 {MASK} x"),
+    ],
+)
+def test_a_card_beside_other_digits_is_masked(text: str, expected: str) -> None:
+    """A date, an IPv4 address or another number next to a grouped card neither hides it
+    nor is masked with it."""
+    assert expected == redact_value(text)
 
 
 def test_the_near_miss_dates_and_hosts_do_pass_luhn() -> None:
