@@ -425,6 +425,12 @@ class PostgresEventLog:
         return self._schema
 
     @property
+    def content_table(self) -> str:
+        """The table holding the log's texts, qualified by its schema: an erasure deletes
+        their rows, and `VACUUM FULL` on it rewrites the pages the dead rows still hold."""
+        return schema.render(schema.CONTENT_TABLE, self._schema)
+
+    @property
     def genesis(self) -> bytes:
         """The chain value before the first event."""
         return self._genesis

@@ -62,6 +62,8 @@ FORMAT_PREFIX = "factledger-postgres-log"
 """The log's `format` in `meta` is this, `/` and the format's number."""
 
 _V1_TABLES = ("meta", "events", "head", "agents")
+CONTENT_TABLE = "{schema}.content"
+"""The table holding the texts, as `render` qualifies it."""
 REFUSED_EVENT = "FL001"
 """The SQLSTATE of an event the log refuses as malformed, too large or misplaced."""
 LEGACY_FORMAT = "FL002"

@@ -28,6 +28,7 @@ from eventlog import (
     QuarantineApplied,
     SQLiteEventLog,
 )
+from eventlog.backend import ServerErasingLog
 from eventlog.checks import check_optional_identifier, check_position, check_positions
 from eventlog.events import ContentErased
 from eventlog.logs import get_logger
@@ -49,9 +50,9 @@ DESCENDANTS: tuple[Descendants, ...] = ("quarantine", "erase", "none")
 CONTENT_KINDS = frozenset({"memory_added", "fact_published"})
 """The kinds whose events write a text an erasure can remove."""
 VACUUM_NOTE = (
-    "the server removed the texts; their dead tuples stay in the table's pages until an "
-    "operator runs: VACUUM FULL {schema}.content (PostgreSQL's own WAL and backups keep "
-    "them until they are recycled)"
+    "the server removed the texts; their dead rows stay in the table's pages until the "
+    "table's owner (or a superuser) runs: VACUUM FULL {table} (PostgreSQL's own WAL, "
+    "archives and backups keep them until they are recycled: see docs/operations.md)"
 )
 
 
@@ -234,5 +235,6 @@ def _after(ledger: Ledger) -> str:
             "from before the erasure; they are removed at the next checkpoint (when the "
             "last reader closes)"
         )
-    schema = getattr(event_log, "schema", "factledger")
-    return VACUUM_NOTE.format(schema=schema)
+    if isinstance(event_log, ServerErasingLog):
+        return VACUUM_NOTE.format(table=event_log.content_table)
+    return ""

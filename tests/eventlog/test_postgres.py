@@ -142,9 +142,7 @@ def test_same_drafts_store_the_same_bytes_and_chain_as_sqlite(
         for row in sqlite_log.scan()
     ] == list(pg_log.scan())
     assert [
-        msgspec.structs.replace(
-            record, payload=record.payload.without_text(), text_state="absent"
-        )
+        msgspec.structs.replace(record, payload=record.payload.without_text(), text_state="absent")
         if record.position == erased
         else record
         for record in sqlite_log.read()
