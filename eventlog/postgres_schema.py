@@ -1,11 +1,12 @@
 """The PostgreSQL log's schema, roles and agent bindings: the SQL that makes the database itself
 refuse what the log forbids.
 
-Five tables in one schema (`factledger` unless the session sets `factledger.schema`):
+Six tables in one schema (`factledger` unless the session sets `factledger.schema`):
 
 - `events`  the log: position, event id (unique, generated or not), stored bytes, chain value.
 - `content` beside the log (format v2): each event's text and the salt keying its content
             hash, written in the append's transaction, for a position `events` holds.
+- `erased`  the positions whose text an erasure removed, and the erasure's position.
 - `head`    one row: the last position and its chain value. Writers lock it (`FOR UPDATE`)
             to append, so positions are given, and commit, one writer at a time.
 - `meta`    the log id and format.
@@ -14,15 +15,28 @@ Five tables in one schema (`factledger` unless the session sets `factledger.sche
 Writers hold SELECT and EXECUTE on two functions, nothing else: `lock_head()` and
 `append_events(...)`, which checks each row (size, JSON of a known kind with its fields, its
 position and event id), computes its SHA-256 chain link and writes it with its content row.
-Triggers refuse UPDATE, DELETE and TRUNCATE on `events`, `content`, `meta` and `agents`, and
-DELETE and TRUNCATE on `head`. After each INSERT into `events`, one statement trigger refuses
-rows whose positions do not follow the head and moves the head; `head` accepts an UPDATE only
-to the log's last row. A bound role (an agent login) is refused an event that names another adapter
-(or none), an operator action (a kind outside `eventlog.events.AGENT_KINDS`, or one holding an
-operator-only field: an import), whatever its signature, and any event while the log holds no
-`operator_added` (found through a partial index, so the check costs one probe). The kinds are
-written into the functions from the payload types. Every function runs with a fixed
-`search_path`, so a session's own path cannot redirect it.
+Triggers refuse UPDATE, DELETE and TRUNCATE on `events`, `erased`, `meta` and `agents`, UPDATE
+and TRUNCATE on `content`, and DELETE and TRUNCATE on `head`. After each INSERT into `events`,
+one statement trigger refuses rows whose positions do not follow the head and moves the head;
+`head` accepts an UPDATE only to the log's last row. A bound role (an agent login) is refused
+an event that names another adapter (or none), an operator action (a kind outside
+`eventlog.events.AGENT_KINDS`, or one holding an operator-only field: an import), whatever its
+signature, and any event while the log holds no `operator_added` (found through a partial
+index, so the check costs one probe). The kinds are written into the functions from the
+payload types. Every function runs with a fixed `search_path`, so a session's own path cannot
+redirect it.
+
+Erasure: when `append_events` stores a `content_erased` event (whose positions must be JSON
+integers as written, or the whole append is refused), it records in `erased` each earlier
+position it names that holds a written text and deletes that text and salt from `content`, in
+the same transaction. A `content` row may be deleted only for a position `erased` names, and
+a row of `erased` must be named by a `content_erased` event in the chain, so even the owner
+cannot remove a text without an erasure every host sees. The server cannot check Ed25519
+signatures: its guard is the role (an agent login is refused the kind, so only a login no
+adapter binds can append an erasure) and the kind. Whether an erasure takes effect is still
+each host's to judge: a host's fold gives an unsigned or badly signed one no effect, and
+`verify` then fails closed on the texts it removed (absent, with no erasure in force). The
+deleted rows stay in the table's pages until `VACUUM FULL` rewrites it (`CONTENT_TABLE`).
 """
 
 from __future__ import annotations
