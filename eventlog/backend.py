@@ -98,6 +98,9 @@ class ServerErasingLog(Protocol):
         """The table holding the texts, named as SQL names it (what `VACUUM FULL` rewrites)."""
         ...
 
+    def require_erasure(self) -> None:
+        """Refuse a log whose server cannot remove texts yet (made by an older version)."""
+
 
 @runtime_checkable
 class EventLog(Protocol):

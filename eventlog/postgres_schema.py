@@ -490,6 +490,11 @@ _SQL_HAS_LOG = (
     " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
     " WHERE n.nspname = %s AND c.relname = 'events')"
 )
+_SQL_HAS_ERASED = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
+    " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE n.nspname = %s AND c.relname = 'erased')"
+)
 _SQL_META_INSERT = "INSERT INTO {schema}.meta (name, value) VALUES (%s, %s)"
 _SQL_HEAD_INSERT = "INSERT INTO {schema}.head (position, chain_hash) VALUES (0, %s)"
 
@@ -709,6 +714,12 @@ def _operator_fields(payload: sql.Composable) -> list[tuple[sql.Composed, str]]:
 def has_log(conn: psycopg.Connection[Any], schema: str) -> bool:
     """Whether `schema` holds a log (read from the catalog, whatever this role may read)."""
     row = conn.execute(_SQL_HAS_LOG, (schema,)).fetchone()
+    return bool(row and row[0])
+
+
+def has_erasure(conn: psycopg.Connection[Any], schema: str) -> bool:
+    """Whether the log in `schema` has the `erased` table (`pg init` of this version ran)."""
+    row = conn.execute(_SQL_HAS_ERASED, (schema,)).fetchone()
     return bool(row and row[0])
 
 

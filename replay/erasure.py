@@ -154,6 +154,8 @@ def erase(
                 ),
             )
         )
+    if isinstance(ledger.event_log, ServerErasingLog):
+        ledger.event_log.require_erasure()
     with ledger.write_transaction("erasure") as tx:
         signed: list[NewEvent] = [
             signed_event(tx, ledger.log_id, payload, actor=actor, key=signer, action=action)

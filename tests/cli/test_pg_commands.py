@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from eventlog import FactledgerError, FactPublished, NewEvent, PermissionDeniedError, open_log
-from replay import read_operator_key
+from eventlog import (
+    FactledgerError,
+    FactPublished,
+    NewEvent,
+    PermissionDeniedError,
+    StorageError,
+    open_log,
+)
+from replay import Ledger, read_operator_key
 from tests.cli.conftest import Result
 from tests.postgres import PgLog
 
@@ -260,8 +267,9 @@ def test_pg_init_gives_a_log_made_before_erasure_what_erasure_needs(
 ) -> None:
     """On a log made before erasure existed (which refuses every DELETE of a text), pg init,
     run twice, adds the `erased` table (owned by the owner role, readable by writers and
-    readers), `content`'s new triggers and the functions; an operator's erasure then
-    removes the text, and a DELETE no erasure names is still refused."""
+    readers), `content`'s new triggers and the functions. Before it, an operator's erasure is
+    refused, naming pg init, and nothing is written (its server would keep the text); after
+    it, the erasure removes the text, and a DELETE no erasure names is still refused."""
     import psycopg
 
     key = str(tmp_path / "ops.key")
@@ -278,6 +286,11 @@ def test_pg_init_gives_a_log_made_before_erasure_what_erasure_needs(
     assert {"owner": None, "readers": [], "triggers": ["append_only"], "functions": []} == (
         erasure_setup(pg)
     )
+    with Ledger.open(pg.dsn, cache=tmp_path / "ops.db", read_only=False) as ledger:
+        head = ledger.event_log.head()
+        with pytest.raises(StorageError, match=r"predates erasure.*factledger pg init"):
+            ledger.erase([secret], reason="leaked", key=key)
+        assert head == ledger.event_log.head()
     for _ in range(2):
         again = cli(*init, db_path=None)
         assert 0 == again.code, again.err
@@ -288,8 +301,6 @@ def test_pg_init_gives_a_log_made_before_erasure_what_erasure_needs(
         "triggers": ["append_only", "only_erased"],
         "functions": ["check_erased", "erased_positions", "only_erased"],
     } == fresh
-    from replay import Ledger
-
     with Ledger.open(pg.dsn, cache=tmp_path / "ops.db", read_only=False) as ledger:
         ledger.erase([secret], reason="leaked", key=key)
     contents = f"SELECT position FROM {pg.schema}.content WHERE position IN (%s, %s)"
