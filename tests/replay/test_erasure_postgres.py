@@ -109,7 +109,9 @@ def page_occurrences(place: Place, secret: bytes) -> dict[str, int]:
     read block by block with `pageinspect`."""
     found = {}
     with admin(place) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        with conn.transaction():  # one run at a time: IF NOT EXISTS races another session
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('pageinspect'))")
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
         table = f"{place.pg.schema}.content"
         row = conn.execute(
             "SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = %s::regclass",
