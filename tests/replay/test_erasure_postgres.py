@@ -8,6 +8,7 @@ the removal."""
 
 from __future__ import annotations
 
+import io
 import secrets
 import time
 from collections.abc import Iterator
@@ -170,7 +171,8 @@ def test_an_erased_secret_leaves_the_server_its_pages_and_every_host_cache(
     table) through the library; the operator erases both with its key. No `SELECT` of the
     content table returns them; after the `VACUUM FULL` the note names, no page of the table
     or its TOAST table holds them; the operator's cache and the agent host's cache (after
-    its next catch-up) hold them in neither the file nor its WAL. The other writes stay."""
+    its next catch-up) hold them in neither the file nor its WAL, nor does a new host's cache
+    or an export. The other writes stay."""
     short = b"sk-" + secrets.token_hex(20).encode()
     long = b"LONG-" + secrets.token_hex(3000).encode()  # random hex: no compression helps
     kept = agent_store.add("learning", "an honest note", tags=["api"])
@@ -196,10 +198,17 @@ def test_an_erased_secret_leaves_the_server_its_pages_and_every_host_cache(
     for secret in (short, long):
         assert {"table": 0, "toast": 0} == page_occurrences(place, secret)
     assert done.position <= agent_store.sync(min_position=done.position)
-    for cache in ("operator.db", "agent.db"):
+    assert ["an honest note"] == [e.content for e in agent_store.list()]
+    with SQLiteMemoryStore(place.tmp / "late.db", log=place.pg.dsn) as late:  # a new host
+        assert ["an honest note"] == [e.content for e in late.list()]
+    exported = io.StringIO()
+    with Ledger.open(place.pg.dsn) as auditor:
+        auditor.export(exported)
+    for cache in ("operator.db", "agent.db", "late.db"):
         for secret in (short, long):
             assert 0 == cache_occurrences(place.tmp / cache, secret), cache
-    assert ["an honest note"] == [e.content for e in agent_store.list()]
+    for secret in (short, long):
+        assert 0 == count(exported.getvalue().encode(), secret)
 
 
 def test_verify_passes_reports_the_erasure_and_proofs_from_before_hold(
