@@ -32,6 +32,9 @@ from projections._comparison import (
 from projections._database import (
     ScratchDatabase,
 )
+from projections._errors import (
+    MerkleIndexError,
+)
 from projections._knowledge import (
     Identity,
     KnowledgeProjector,
@@ -44,6 +47,16 @@ from projections._legacy import (
     holds_legacy_table,
     legacy_events,
     legacy_identity,
+)
+from projections._merkle_index import (
+    IndexTables,
+    MerkleIndex,
+)
+from projections._merkle_index import (
+    in_cache as index_in_cache,
+)
+from projections._merkle_index import (
+    in_log_file as index_in_log_file,
 )
 from projections._projector import (
     LiveReadModel,
@@ -83,10 +96,13 @@ __all__ = [
     "SCOPES",
     "DriftReport",
     "Identity",
+    "IndexTables",
     "KnowledgeProjector",
     "LegacyFile",
     "LiveReadModel",
     "MemoryType",
+    "MerkleIndex",
+    "MerkleIndexError",
     "ProjectedTransaction",
     "Projection",
     "Projector",
@@ -110,6 +126,8 @@ __all__ = [
     "fact_identity",
     "fold",
     "holds_legacy_table",
+    "index_in_cache",
+    "index_in_log_file",
     "inquiries",
     "legacy_events",
     "legacy_identity",
