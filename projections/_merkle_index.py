@@ -156,8 +156,11 @@ class MerkleIndex:
         if found == (self.size, self.chain_value):
             return
         if found is None or found[0] > head or self.stored_chain(found[0]) != found[1].hex():
-            if self.persists:
-                self.start_over("the kept index is missing, or does not match the log")
+            if self.persists and found is None and not self._has_tables():
+                log.info("merkle_index_created")
+                self.reset()
+            elif self.persists:
+                self.start_over("the kept index is incomplete, or does not match the log")
             return
         self.size, self.chain_value = found
         self.walked = self.size == 0
@@ -170,9 +173,9 @@ class MerkleIndex:
         tables = self._tables
         if tables is None:
             return None
+        if len(self._has_tables()) != len(sql.TABLES):
+            return None
         with tables.read():
-            if len(sql.INDEX_TABLES.rows(tables.db)) != len(sql.TABLES):
-                return None
             row = sql.STATE_GET.first(tables.db)
         if row is None or row.version != VERSION:
             return None
@@ -184,6 +187,14 @@ class MerkleIndex:
         except ValueError:
             return None
         return (size, value) if len(value) == HASH_SIZE else None
+
+    def _has_tables(self) -> list[sql.TableName]:
+        """The index's tables that exist."""
+        tables = self._tables
+        if tables is None:
+            return []
+        with tables.read():
+            return sql.INDEX_TABLES.rows(tables.db)
 
     def _flush(self, size: int, chain_value: bytes) -> None:
         """Write the subtrees added, and how far the index reaches, in one transaction."""
