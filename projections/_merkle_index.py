@@ -105,17 +105,20 @@ class MerkleIndex:
         try:
             self.refresh()
             if head - self.size <= FOLLOW_LIMIT:
-                self.extend(head)
+                self.extend(head, walk=False)
         except (CorruptLogError, MerkleIndexError) as exc:
             log.warning("merkle_index_behind", reason=str(exc))
 
-    def extend(self, target: int) -> None:
-        """Verify and index the whole tiles among the first `target` leaves."""
+    def extend(self, target: int, *, walk: bool = True) -> None:
+        """Verify and index the whole tiles among the first `target` leaves: each row walked
+        (`ChainWalker`), or, without `walk`, only its leaf linked to the chain value stored
+        with it (what the tree needs, at half the cost: the write path's choice)."""
         target -= target % TILE
         while self.size < target:
             start = self.size
             end = min(target, start - start % BATCH + BATCH)
-            leaves, chain_value = self._verified_leaves(start, end)
+            found = self._verified_leaves if walk else self._linked_leaves
+            leaves, chain_value = found(start, end)
             frontier = self._frontier_now()
             try:
                 for offset in range(0, len(leaves), TILE):
@@ -318,6 +321,30 @@ class MerkleIndex:
                 position=begin + 1,
             )
         return leaves
+
+    def _linked_leaves(self, start: int, end: int) -> tuple[list[bytes], bytes]:
+        """Leaf hashes of positions start+1..end, each linked from the one before to the
+        chain value stored with it."""
+        scheme = self._scheme
+        leaves: list[bytes] = []
+        chain_value = self.chain_value
+        position = start
+        for row in self.log.scan(after=start, until=end):
+            leaf = row.leaf or scheme.leaf_hash(row.body)
+            chain_value = scheme.link(chain_value, leaf)
+            position += 1
+            if row.position != position or chain_value != row.chain_hash:
+                raise CorruptLogError(
+                    f"cannot index the log: row {position} does not link; run verify",
+                    position=position,
+                )
+            leaves.append(leaf)
+        if position != end:
+            raise CorruptLogError(
+                f"cannot index the log: row {position + 1} is missing; run verify",
+                position=position + 1,
+            )
+        return leaves, chain_value
 
     def _verified_leaves(self, start: int, end: int) -> tuple[list[bytes], bytes]:
         """Leaf hashes of positions start+1..end, after walking their chain."""
