@@ -212,8 +212,10 @@ class Ledger:
 
     def checkpoint(self, *, key: KeySource | None = None) -> Checkpoint:
         """A checkpoint of the log at its head now, signed if `key` (an operator key or its
-        file) is given. The first checkpoint or proof walks and verifies the log (a row that
-        fails raises `CorruptLogError`); later ones walk only what was appended since."""
+        file) is given. The first checkpoint walks and verifies the log (a row that fails
+        raises `CorruptLogError`); later ones walk only what was appended since. A proof
+        reads the Merkle index kept beside the read model instead, checked against the
+        checkpoint (`replay.proofs.Prover`)."""
         self.require_open()
         return self._prover.checkpoint(key=key)
 

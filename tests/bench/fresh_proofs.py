@@ -129,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         ctx.log_of(args.events)
         print(f"built {path} in {time.perf_counter() - start:.0f} s", flush=True)
-    print(table([measure(path, args.rounds, f"{args.events:,} events")]))
+    result = measure(path, args.rounds, f"{args.events:,} events")
+    print(table([result]))
+    print(result.note)
     return 0
 
 
