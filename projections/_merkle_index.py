@@ -40,6 +40,9 @@ TILE = 1 << TILE_LEVEL
 BATCH = 1 << 16
 """Leaves walked, verified and indexed per step while extending (bounds memory; each step
 commits on its own)."""
+STEP = 1 << 8
+"""The write path extends the index each time the log crosses a multiple of this many events
+(a fixed cost per extension, spread thin; a fresh proof walks at most this many rows more)."""
 FOLLOW_LIMIT = 1 << 12
 """The most rows an append extends the kept index by: one further behind (dropped, or kept
 by an older version) is left to a proof or `rebuild --swap` rather than walked in a write."""
@@ -101,12 +104,18 @@ class MerkleIndex:
 
     def follow(self, head: int) -> None:
         """Extend the kept index to `head`, inside the write that appended up to it; leave
-        an index that is missing or far behind to be rebuilt where no write waits."""
+        an index that is missing or far behind to be rebuilt where no write waits. The
+        chain value where the index ends is checked by the first row linked from it; an
+        index whose next rows do not link starts over. A failure here never fails the
+        write: the index is disposable."""
         try:
-            self.refresh()
+            if self._kept_state() != (self.size, self.chain_value):
+                self.refresh()
             if head - self.size <= FOLLOW_LIMIT:
                 self.extend(head, walk=False)
-        except (CorruptLogError, MerkleIndexError) as exc:
+        except CorruptLogError as exc:
+            self.start_over(str(exc))
+        except StorageError as exc:
             log.warning("merkle_index_behind", reason=str(exc))
 
     def extend(self, target: int, *, walk: bool = True) -> None:

@@ -25,7 +25,8 @@ from replay import (
 from tests.eventlog.test_tampering import _raw, rewrite_with_chain_recomputed
 
 EVENTS = 300
-"""Appended through a store: 18 whole tiles of 16 and a partial one (plus the log's own)."""
+"""Appended through a store: past the first step at which writes extend the index (256),
+18 whole tiles of 16 and a partial one."""
 
 
 def make_store_log(path: Path, count: int = EVENTS) -> None:
@@ -96,8 +97,9 @@ def proven(path: Path, taken: Checkpoint, *, read_only: bool = True) -> None:
 
 
 def test_the_write_path_keeps_the_index_up_to_its_last_whole_tile(tmp_path: Path) -> None:
-    """Appends through a store extend the index in their own transaction, a tile at a time:
-    it reaches the last whole tile, at the chain value the log stores there."""
+    """Appends through a store extend the index in their own transaction as the log crosses
+    each 256 events: it then reaches the last whole tile, at the chain value the log stores
+    there."""
     path = tmp_path / "memory.db"
     make_store_log(path)
     head = open_log(path, read_only=True)
@@ -224,19 +226,18 @@ def test_a_rewritten_history_restarts_the_index(tmp_path: Path) -> None:
 def test_a_dropped_index_is_rebuilt_by_the_next_write_and_by_rebuild_swap(
     logged: tuple[Path, Checkpoint],
 ) -> None:
-    """Dropped tables come back: a store's next write rebuilds a small log's index, and
-    `rebuild --swap` rebuilds any."""
+    """Dropped tables come back: `rebuild --swap` rebuilds the index, and a store's writes
+    do when the log is at most 4,096 events past it."""
     path, _ = logged
-    kept = state(path)
     edit(path, "DROP TABLE fl_merkle_nodes")
     edit(path, "DROP TABLE fl_merkle_state")
     assert rebuild(path, swap=True).matches
-    assert kept == state(path)
+    tiles = EVENTS - EVENTS % 16
+    assert (tiles, stored_chain(path, tiles)) == state(path)
     edit(path, "DELETE FROM fl_merkle_state")
-    make_store_log(path, 16)
-    found = state(path)
-    assert found is not None
-    assert stored_chain(path, found[0]) == found[1]
+    make_store_log(path, 256)
+    size = EVENTS + 256
+    assert (size - size % 16, stored_chain(path, size - size % 16)) == state(path)
 
 
 def test_appends_around_the_api_are_walked_not_trusted(
@@ -291,9 +292,9 @@ def test_a_cache_keeps_the_index_of_a_log_held_elsewhere(tmp_path: Path) -> None
 def test_a_damaged_index_never_stops_a_write(tmp_path: Path, statement: str) -> None:
     """Writes go on whatever was done to the index, and what they append is proven."""
     path = tmp_path / "memory.db"
-    make_store_log(path, 40)
+    make_store_log(path)
     edit(path, statement)
-    make_store_log(path, 40)
+    make_store_log(path)
     taken = checkpoint(path)
-    assert 80 == taken.size
+    assert 2 * EVENTS == taken.size
     proven(path, taken)
