@@ -2,19 +2,21 @@
 rows, not the log.
 
 The index holds the hash of every perfect, aligned subtree of at least `TILE` leaves over the
-first `size` leaves, and the chain value at `size`. Every row is walked and verified
-(`eventlog.ChainWalker`) before its tile is indexed, from the chain value the index recorded:
-extending it verifies only the rows appended since. Subtrees smaller than a tile are hashed
-from the stored rows on demand, and every tile read is checked against its indexed hash.
+first `size` leaves, and the chain value at `size`. Extending it reads only the rows past
+`size`, from the chain value it recorded: a prover walks and verifies them
+(`eventlog.ChainWalker`); the write path (`follow`, every `STEP` events, inside the append's
+transaction) links each to the chain value stored with it, which is all the tree needs.
+Subtrees smaller than a tile are hashed from the stored rows on demand, and every tile read
+is checked against its indexed hash.
 
 Where it is kept (`IndexTables`): in a log file, in tables beside the read model
-(`fl_merkle_nodes`, `fl_merkle_state`; the write path extends them as it appends,
-`follow`); in a host's cache file for a log held elsewhere; or only in memory. A handle that
-may not write them (a read-only ledger on a log file) reads what is kept and extends it in
-memory. The tables are disposable: dropped or edited, they are rebuilt from the log. They
-are not trusted either: an index found in the file is believed only as far as the log's
-chain value at its size is the one it recorded, and what is proven from it is checked
-against a checkpoint by the caller (`replay.proofs`), which starts over on a mismatch.
+(`fl_merkle_nodes`, `fl_merkle_state`); in a host's cache file for a log held elsewhere; or
+only in memory. A handle that may not write them (a read-only ledger on a log file) reads
+what is kept and extends it in memory. The tables are disposable: dropped or edited, they
+are rebuilt from the log. They are not trusted either: an index found in the file is
+believed only as far as the log's chain value at its size is the one it recorded, and what
+is proven from it is checked against a checkpoint by the caller (`replay.proofs`), which
+starts over on a mismatch.
 """
 
 from __future__ import annotations
@@ -109,12 +111,13 @@ class MerkleIndex:
         index whose next rows do not link starts over. A failure here never fails the
         write: the index is disposable."""
         try:
-            if self._kept_state() != (self.size, self.chain_value):
-                self.refresh()
-            if head - self.size <= FOLLOW_LIMIT:
-                self.extend(head, walk=False)
-        except CorruptLogError as exc:
-            self.start_over(str(exc))
+            try:
+                if self._kept_state() != (self.size, self.chain_value):
+                    self.refresh()
+                if head - self.size <= FOLLOW_LIMIT:
+                    self.extend(head, walk=False)
+            except CorruptLogError as exc:
+                self.start_over(str(exc))
         except StorageError as exc:
             log.warning("merkle_index_behind", reason=str(exc))
 
