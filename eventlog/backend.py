@@ -79,6 +79,15 @@ class LogTransaction(LogSnapshot, Protocol):
 
 
 @runtime_checkable
+class ErasingTransaction(Protocol):
+    """A write transaction that removes erased texts when told to, after the read model in
+    its own file folded the erasure (a SQLite file log). A PostgreSQL log needs none: its
+    server removes them in the append that stores the erasure."""
+
+    def erase_texts(self, erasure_position: int, positions: Sequence[int]) -> int: ...
+
+
+@runtime_checkable
 class EventLog(Protocol):
     """An append-only, hash-chained event log."""
 

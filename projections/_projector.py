@@ -41,6 +41,7 @@ from eventlog import (
     StorageError,
     chain_at,
 )
+from eventlog.backend import ErasingTransaction
 from eventlog.checks import check_finite, check_position
 from eventlog.logs import get_logger
 from eventlog.stored import genesis_of
@@ -223,6 +224,8 @@ class ProjectedTransaction(Protocol):
     def head_position(self) -> int: ...
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]: ...
+
+    def erase_texts(self, erasure_position: int, positions: Sequence[int]) -> int: ...
 
 
 class LiveReadModel(Protocol):
@@ -519,6 +522,13 @@ class FileTransaction:
         if self._head is None:
             self._head = self._tx.head().position
         return self._head
+
+    def erase_texts(self, erasure_position: int, positions: Sequence[int]) -> int:
+        """Remove from the log's file the texts the erasure at `erasure_position` names,
+        once folded with effect; return how many were still stored."""
+        if not isinstance(self._tx, ErasingTransaction):
+            raise StorageError("this log cannot remove texts")
+        return self._tx.erase_texts(erasure_position, positions)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Query the read model, caught up to the log first, inside this transaction (a

@@ -32,6 +32,10 @@ from projections._comparison import (
 from projections._database import (
     ScratchDatabase,
 )
+from projections._erasures import (
+    ErasureVerdict,
+    judge_erasures,
+)
 from projections._errors import (
     MerkleIndexError,
 )
@@ -95,6 +99,7 @@ __all__ = [
     "MEMORY_TYPES",
     "SCOPES",
     "DriftReport",
+    "ErasureVerdict",
     "Identity",
     "IndexTables",
     "KnowledgeProjector",
@@ -129,6 +134,7 @@ __all__ = [
     "index_in_cache",
     "index_in_log_file",
     "inquiries",
+    "judge_erasures",
     "legacy_events",
     "legacy_identity",
     "lineage",

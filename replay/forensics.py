@@ -26,7 +26,7 @@ from eventlog import (
     Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
-from eventlog.events import LogMigrated, RecordedPayload
+from eventlog.events import ContentErased, LogMigrated, RecordedPayload
 from eventlog.signing import authorization_of, claims_of
 from projections.internal import (
     conflicts,
@@ -339,6 +339,11 @@ def event_subject(payload: RecordedPayload) -> str | None:
             return (
                 f"migration of the {payload.previous_size} events of log "
                 f"{payload.previous_log_id}, signed by {payload.key_id} ({payload.name})"
+            )
+        case ContentErased():
+            count = len(payload.positions)
+            return f"erasure of the text{'s' if count != 1 else ''} at {count} position" + (
+                "s" if count != 1 else ""
             )
         case Unreadable():
             return "unreadable row: " + payload.reason

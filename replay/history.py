@@ -35,7 +35,7 @@ from eventlog import (
     Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position
-from eventlog.events import LogMigrated
+from eventlog.events import ContentErased, LogMigrated
 from eventlog.signing import authorization_of
 from projections.internal import (
     Identity,
@@ -353,6 +353,7 @@ def _actions(snap: LogSnapshot, model: Queryable, shown: set[int]) -> list[Opera
                 | FactApproved()
                 | FactRejected()
                 | LogMigrated()
+                | ContentErased()
                 | Unreadable()
             ):
                 continue
@@ -449,7 +450,13 @@ def _fold_noting_causes(
                     | Unreadable()
                 ):
                     batch.append(record)
-                case QuarantineApplied() | QuarantineReleased() | FactApproved() | FactRejected():
+                case (
+                    QuarantineApplied()
+                    | QuarantineReleased()
+                    | FactApproved()
+                    | FactRejected()
+                    | ContentErased()
+                ):
                     fold_batch()
                     before = _current(scratch)
                     projector.apply(scratch, [record])

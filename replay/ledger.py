@@ -39,6 +39,7 @@ from projections.internal import (
 from replay.audit import verify
 from replay.checkpoints import Checkpoint
 from replay.conflicts import approve, reject, set_conflict_policy
+from replay.erasure import erase
 from replay.errors import LedgerClosedError, ReadOnlyLedgerError
 from replay.forensics import blast_radius
 from replay.history import blame, diff, history
@@ -248,6 +249,7 @@ class Ledger:
     remove_operator = operator_action(remove_operator)
     quarantine = operator_action(quarantine)
     release = operator_action(release)
+    erase = operator_action(erase)
     set_conflict_policy = operator_action(set_conflict_policy)
     approve = operator_action(approve)
     reject = operator_action(reject)
