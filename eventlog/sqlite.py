@@ -613,7 +613,12 @@ class _ReadScope:
         owner = self._owner
         try:
             if self._began and owner._conn.in_transaction:
-                owner._conn.execute("COMMIT")
+                try:
+                    owner._conn.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    owner._rollback()
+                    if kind is None:
+                        raise translate(exc, "end a read of", owner._where) from None
         finally:
             owner._lock.release()
 

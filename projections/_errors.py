@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eventlog.errors import FactledgerError, InvalidInputError
+from eventlog.errors import FactledgerError, InvalidInputError, StorageError
 
 
 class LegacyImportError(FactledgerError, ValueError):
@@ -28,3 +28,8 @@ class CacheChoiceError(InvalidInputError):
 
 class SyncTimeoutError(FactledgerError, TimeoutError):
     """The log did not reach the position a `sync` waited for within its timeout."""
+
+
+class MerkleIndexError(StorageError):
+    """The Merkle index kept beside the read model is damaged (a subtree's hash missing or
+    not a hash): it is disposable, and is rebuilt from the log."""

@@ -7,7 +7,8 @@ catches up; one whose version changed, or whose checkpoint no longer matches the
 dropped and rebuilt from the log.
 
 `Projection` keeps the tables in the log's own SQLite file (`database.in_log_file`), so
-the append, the projectors' rows and their checkpoints commit as one transaction. A log held
+the append, the projectors' rows and their checkpoints commit as one transaction; the log's
+Merkle index (`projections._merkle_index`) is extended there too, every 256 events. A log held
 elsewhere pairs with a local cache database instead (`projections._cache.CacheProjection`):
 the append commits in the log, then the cache folds it and advances its checkpoints; a crash
 in between leaves the cache behind, and the same catch-up repairs it. Both keep the
@@ -24,7 +25,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Protocol
 
 from eventlog import (
@@ -47,6 +48,8 @@ from eventlog.stored import genesis_of
 from projections import _sql as sql
 from projections._database import Database, in_log_file
 from projections._errors import SyncTimeoutError
+from projections._merkle_index import STEP as MERKLE_STEP
+from projections._merkle_index import IndexTables, MerkleIndex
 from projections._reads import Queryable
 from projections._tables import table_chunks, table_exists
 
@@ -286,6 +289,10 @@ class Projection:
         self._db = in_log_file(event_log)
         self._projectors = tuple(projectors)
         self._names = tuple(p.name for p in self._projectors)
+        self._merkle = MerkleIndex(
+            event_log, IndexTables(self._db, read=event_log.snapshot, write=nullcontext)
+        )
+        """The Merkle index beside the tables, extended as appends cross each `MERKLE_STEP`."""
         self._verified: tuple[int, Head] | None = None
         """The file's data version (`PRAGMA data_version`, which only another connection's
         commit changes) and the log's head when the checkpoints were last found current."""
@@ -479,6 +486,8 @@ class Projection:
         if not new:
             return records, before
         advance(self._db, self._projectors, new)
+        if before // MERKLE_STEP != new[-1].position // MERKLE_STEP:
+            self._merkle.follow(new[-1].position)
         if self._verified is not None:
             last = Head(position=new[-1].position, chain_hash=new[-1].chain_hash)
             self._verified = (self._verified[0], last)

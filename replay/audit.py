@@ -33,6 +33,7 @@ from eventlog import (
     SQLiteEventLog,
     StoredRow,
 )
+from eventlog.merkle import CompactRange
 from eventlog.stored import genesis_of
 from eventlog.verify import Finding
 from projections.internal import (
@@ -44,7 +45,6 @@ from projections.internal import (
     read_model_drift,
 )
 from replay.checkpoints import Checkpoint
-from replay.merkle import CompactRange
 from replay.migrate import previous_problem
 
 if TYPE_CHECKING:

@@ -24,12 +24,15 @@ from typing import Concatenate, ParamSpec, TypeVar
 from eventlog import EventLog, InvalidTypeError, LogSnapshot, open_log
 from eventlog.checks import check_path, is_dsn
 from projections.internal import (
+    IndexTables,
     LiveReadModel,
     ProjectedTransaction,
     Projector,
     Queryable,
     check_cache,
     default_projectors,
+    index_in_cache,
+    index_in_log_file,
     open_read_model,
     read_model_at_head,
 )
@@ -82,7 +85,7 @@ class Ledger:
         self._cache = cache
         self._read_only = read_only
         self._model: LiveReadModel | None = None
-        self._prover = Prover(event_log)
+        self._kept_prover: Prover | None = None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -188,10 +191,32 @@ class Ledger:
 
     # -- checkpoints and proofs, from the Prover it keeps -------------------------------------
 
+    @property
+    def _prover(self) -> Prover:
+        """The `Prover` this ledger keeps, made on first use with the Merkle index kept
+        beside the read model: in a log file (written only when opened for writing), or in
+        this host's cache (then caught up first); a log in PostgreSQL read without a cache
+        keeps it in memory."""
+        with self._lock:
+            prover = self._kept_prover
+        if prover is None:
+            tables: IndexTables | None = None
+            if not self._remote:
+                tables = index_in_log_file(self._log, writable=not self._read_only)
+            elif self._cache is not None:
+                tables = index_in_cache(self.read_model.database)
+            with self._lock:
+                if self._kept_prover is None:
+                    self._kept_prover = Prover(self._log, tables)
+                prover = self._kept_prover
+        return prover
+
     def checkpoint(self, *, key: KeySource | None = None) -> Checkpoint:
         """A checkpoint of the log at its head now, signed if `key` (an operator key or its
-        file) is given. The first checkpoint or proof walks and verifies the log (a row that
-        fails raises `CorruptLogError`); later ones walk only what was appended since."""
+        file) is given. The first checkpoint walks and verifies the log (a row that fails
+        raises `CorruptLogError`); later ones walk only what was appended since. A proof
+        reads the Merkle index kept beside the read model instead, checked against the
+        checkpoint (`replay.proofs.Prover`)."""
         self.require_open()
         return self._prover.checkpoint(key=key)
 
