@@ -233,10 +233,11 @@ def _actions(
             found[held.decided_by] = _action(snap, held.decided_by, None, True)
     for erasure in set(inquiries.erased_among(model, sorted(cited)).values()):
         found[erasure] = _action(snap, erasure, None, True)
-    for row in inquiries.unauthorized(model):
-        payload = snap.event_at(row.position).payload if row.position <= head else None
+    for refused in inquiries.unauthorized(model):
+        at = refused.position
+        payload = snap.event_at(at).payload if at <= head else None
         if isinstance(payload, ContentErased) and not cited.isdisjoint(payload.positions):
-            found[row.position] = _action(snap, row.position, None, False)
+            found[at] = _action(snap, at, None, False)
     return [found[p] for p in sorted(found)]
 
 
