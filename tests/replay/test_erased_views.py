@@ -253,3 +253,69 @@ def test_the_report_counts_marks_and_lists_the_erasure(erased: Erased) -> None:
     for rendered in (html, markdown):
         assert SECRET not in rendered and erased.key_id in rendered
     assert Mark.ERASED.value not in [m for n in report.graph.nodes for m in n.marks]
+
+
+def exported(erased: Erased, folder: Path) -> list[dict[str, Any]]:
+    """An export of the log, its lines parsed (the header first); no byte of the secret."""
+    path = folder / "log.jsonl"
+    with Ledger.open(erased.db) as ledger, path.open("w", encoding="utf-8") as out:
+        ledger.export(out)
+    data = path.read_bytes()
+    assert SECRET.encode() not in data
+    return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def write_lines(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_an_export_gives_an_erased_text_as_erased_and_the_offline_verifier_takes_it(
+    erased: Erased, tmp_path: Path
+) -> None:
+    """Erased lines carry `text_state` erased and no text or salt; the documented verifier
+    accepts them given the operator's key, and refuses them given none, or another key."""
+    from tests.test_docs import docs_export_functions
+
+    lines = exported(erased, tmp_path)
+    assert {2: "erased", 3: "erased"} == {
+        n: line["text_state"] for n, line in enumerate(lines) if "text_state" in line
+    }
+    assert not {"text", "salt"} & (set(lines[2]) | set(lines[3]))
+    verify_export = docs_export_functions()["verify_export"]
+    pub = (tmp_path / "operator.key.pub").read_text(encoding="utf-8")
+    path = write_lines(tmp_path / "again.jsonl", lines)
+    assert 6 == len(verify_export(path, [pub]))
+    with pytest.raises(AssertionError, match="erased by no erasure"):
+        verify_export(path)
+    generate_key(tmp_path / "other.key")
+    other = (tmp_path / "other.key.pub").read_text(encoding="utf-8")
+    with pytest.raises(AssertionError, match="erased by no erasure"):
+        verify_export(path, [other])
+
+
+def test_the_offline_verifier_refuses_an_erased_mark_no_erasure_names(
+    erased: Erased, tmp_path: Path
+) -> None:
+    """Position 1's text dropped and marked erased fails; so does an erased mark beside a
+    text, and a text that is missing with no mark at all."""
+    from tests.test_docs import docs_export_functions
+
+    verify_export = docs_export_functions()["verify_export"]
+    pub = (tmp_path / "operator.key.pub").read_text(encoding="utf-8")
+    lines = exported(erased, tmp_path)
+    dropped = {k: v for k, v in lines[1].items() if k not in ("text", "salt")}
+    forged = write_lines(
+        tmp_path / "forged.jsonl", [lines[0], {**dropped, "text_state": "erased"}, *lines[2:]]
+    )
+    with pytest.raises(AssertionError, match=r"\[1\]"):
+        verify_export(forged, [pub])
+    beside = write_lines(
+        tmp_path / "beside.jsonl", [lines[0], {**lines[1], "text_state": "erased"}, *lines[2:]]
+    )
+    with pytest.raises(AssertionError, match="position 1"):
+        verify_export(beside, [pub])
+    unmarked = {k: v for k, v in lines[2].items() if k != "text_state"}
+    missing = write_lines(tmp_path / "missing.jsonl", [*lines[:2], unmarked, *lines[3:]])
+    with pytest.raises(AssertionError, match="position 2: no salt"):
+        verify_export(missing, [pub])
