@@ -206,10 +206,13 @@ async def test_an_agent_recall_over_mcp_keeps_it_out(erased: Erased) -> None:
     async with Client(build_server(erased.db, agent), mode="legacy") as client:
         result = await client.call_tool("recall", {"tags": ["api"]})
         facts = await client.call_tool("subscribe", {"tag": "api", "scope": "project"})
+        versions = await client.call_tool("history", {"tag": "api", "key": "token"})
     recalled = result.structured_content
     assert recalled is not None and SECRET not in json.dumps(recalled)
     assert {2, 3} <= {e["position"] for e in recalled["excluded"] if e["reason"] == "erased"}
     assert SECRET not in json.dumps(facts.structured_content)
+    assert SECRET not in json.dumps(versions.structured_content)
+    assert [1] == [v["position"] for v in versions.structured_content["facts"]]
 
 
 @pytest.fixture
@@ -319,3 +322,28 @@ def test_the_offline_verifier_refuses_an_erased_mark_no_erasure_names(
     missing = write_lines(tmp_path / "missing.jsonl", [*lines[:2], unmarked, *lines[3:]])
     with pytest.raises(AssertionError, match="position 2: no salt"):
         verify_export(missing, [pub])
+
+
+def test_an_unsigned_erasure_marks_nothing_erased_and_the_report_says_it_took_no_effect(
+    tmp_path: Path,
+) -> None:
+    """An erasure appended around the API, unsigned, in a log with an operator key: the
+    text stays, no view shows the version erased, the report lists it as not in effect."""
+    from eventlog import NewEvent
+    from eventlog.events import ContentErased
+
+    erased = write_log(tmp_path / "memory.db", tmp_path / "operator.key")
+    with SQLiteMemoryStore(erased.db) as store:
+        kept = CrossTaskKB(store, producer_task_id="t2").publish(
+            "api", "other", "still here", scope="project"
+        )
+        [forged] = store._append(
+            [NewEvent(payload=ContentErased(positions=(kept.position,), reason="forged"))]
+        )
+    with Ledger.open(erased.db) as ledger:
+        versions = ledger.history(tag="api", key="other").versions
+        report = build_report(ledger, positions=[kept.position])
+    assert [("current", "still here", None)] == [(v.status, v.value, v.erased) for v in versions]
+    assert 0 == {c.name: c.count for c in report.summary.states}["erased"]
+    (action,) = report.actions
+    assert (forged.position, False, None) == (action.position, action.in_effect, action.key_id)
