@@ -460,6 +460,9 @@ class CacheTransaction:
             return 0
         with event_log.transaction() as tx:
             removed = tx.erase_texts(erasure_position, positions)
+        own = Projection(event_log, self._projection.projectors)
+        if sql.CHECKPOINT_TABLE_EXISTS.exists(own.database):
+            own.open()  # the file's own read model folds the erasure: its copies go too
         event_log.fold_wal()
         return removed
 
