@@ -347,3 +347,18 @@ def test_an_unsigned_erasure_marks_nothing_erased_and_the_report_says_it_took_no
     assert 0 == {c.name: c.count for c in report.summary.states}["erased"]
     (action,) = report.actions
     assert (forged.position, False, None) == (action.position, action.in_effect, action.key_id)
+
+
+def test_a_hosts_cache_shows_the_same_erasure(erased: Erased, tmp_path: Path) -> None:
+    """Read through a host's cache of the log, history, diff and blast radius show the
+    erased version as they do from the file."""
+    cache = tmp_path / "host.cache"
+    with Ledger.open(erased.db, cache=cache) as ledger:
+        _, version = ledger.history(tag="api", key="token").versions
+        (change,) = ledger.diff(1, 2).changed
+        radius = ledger.blast_radius(positions=[2, 3])
+    assert version.erased is not None and change.new_erased is not None
+    assert the_erasure(erased) == shown(msgspec.to_builtins(version.erased))
+    assert (None, None) == (version.value, change.new_value)
+    assert 2 == radius.summary.erased
+    assert SECRET.encode() not in cache.read_bytes()
