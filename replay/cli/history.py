@@ -227,13 +227,14 @@ def _erasures_shown(
     rows: list[dict[str, Any]], erased: dict[int, ErasedBy]
 ) -> list[dict[str, Any]]:
     """`rows` of a past state, those whose text was erased since shown with the erasure
-    instead of their (empty) text."""
+    instead of their (empty) text; when any was, every row has the erasure column."""
+    if not erased:
+        return rows
     shown = []
     for row in rows:
         by = erased.get(row["id"] if "id" in row else row["position"])
-        if by is not None:
-            row = {**row, "content" if "content" in row else "value": None, ERASED: by}
-        shown.append(row)
+        text = "content" if "content" in row else "value"
+        shown.append({**row, text: None if by else row[text], ERASED: by})
     return shown
 
 

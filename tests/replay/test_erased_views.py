@@ -146,6 +146,27 @@ def test_as_of_before_the_erasure_shows_the_rows_as_erased(
     assert (2, None, "erased") == (fact["position"], fact["value"], fact["trust"])
 
 
+def test_as_of_gives_every_row_the_erasure_column_when_one_is_erased(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kept entry beside an erased one: both rows carry `erased`, null for the kept one."""
+    generate_key(tmp_path / "k")
+    key = read_operator_key(tmp_path / "k")
+    db = tmp_path / "mixed.db"
+    with SQLiteMemoryStore(db) as store:
+        store.add("learning", "kept", ["api"])
+        store.add("learning", SECRET, ["api"])
+    with Ledger.open(db, read_only=False) as ledger:
+        ledger.add_operator(key.public, key=key)
+        ledger.erase([2], reason=REASON, key=key)
+    assert 0 == main(["--json", "as-of", "--position", "2", "--db", str(db)])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(2, None, "erased"), (1, "kept", "trusted")] == [
+        (row["id"], row["content"], row["trust"]) for row in rows
+    ]
+    assert (4, None) == (rows[0]["erased"]["erasure_position"], rows[1]["erased"])
+
+
 def test_as_of_table_shows_the_erasure_not_an_empty_text(
     erased: Erased, capsys: pytest.CaptureFixture[str]
 ) -> None:
