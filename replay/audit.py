@@ -104,7 +104,7 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     `content_hash` (`mismatch`) or are not stored (`absent`) where no erasure in force names
     them, which fail it. Each names its position and the writer its body claims; the first
     `MAX_LISTED` of each kind."""
-    erasures: tuple[ErasureVerdict, ...] = ()
+    erasures: list[ErasureVerdict] = msgspec.field(default_factory=list)
     """Every erasure in the log: the positions it names, its key and reason, and whether it
     took effect. A text an authorized erasure names may be absent; the log still verifies."""
 
@@ -154,7 +154,7 @@ def verify(
     verdict = msgspec.structs.replace(
         _judge(report, walked, checkpoint, tree_size),
         findings=walked.findings,
-        erasures=walked.erasures,
+        erasures=list(walked.erasures),
     )
     if verdict.ok and previous is not None:
         problem = previous_problem(ledger, previous)

@@ -40,7 +40,7 @@ def erase_(
     descendants: str,
     depth: int | None,
 ) -> int:
-    """Erase texts for good: POSITION... or every write of --adapter, --task or --run.
+    """Erase texts for good: the POSITIONs given, or every write of --adapter, --task or --run.
 
     An operator-signed event names the positions and the reason; the texts and their salts
     leave the log file (overwritten, write-ahead log truncated), the read model and every

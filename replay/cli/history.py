@@ -25,6 +25,7 @@ from projections.internal import (
     reading,
 )
 from replay.cli.app import EXIT_OK, Session, app
+from replay.cli.masking import raw_option, shown
 from replay.cli.memory import (
     ENTRY_COLUMNS,
     FACT_COLUMNS,
@@ -64,6 +65,7 @@ def time_ns(ctx: click.Context, param: click.Parameter, value: str | None) -> in
     "--limit", type=LIMIT, default=100, show_default=True, help="show the newest this many"
 )
 @all_option
+@raw_option
 @click.pass_obj
 def history_(
     session: Session,
@@ -73,8 +75,10 @@ def history_(
     run: str | None,
     limit: int,
     show_all: bool,
+    raw: bool,
 ) -> int:
-    """Every version of one fact or of all facts, with provenance and trust.
+    """Every version of one fact or of all facts, with provenance and trust; personal data
+    masked unless --raw.
 
     An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the versions its
     trust policy trusts (none tainted or quarantined), and is told on stderr how many were
@@ -87,7 +91,7 @@ def history_(
     with reader.judging_store() as store:
         how = reader.reading(store, show_all)
         marked = trusted_history(found, store, how, tags=_tags(tag))
-    session.emit_cut(marked, limit, newest=("versions",))
+    session.emit_cut(shown(marked, raw), limit, newest=("versions",))
     reader.kept_out(marked.kept_out, show_all)
     return EXIT_OK
 
@@ -97,11 +101,18 @@ def history_(
 @any_scope_option
 @click.option("--run", callback=NAME, help="only facts of this run")
 @all_option
+@raw_option
 @click.pass_obj
 def blame_(
-    session: Session, tag: str | None, scope: str | None, run: str | None, show_all: bool
+    session: Session,
+    tag: str | None,
+    scope: str | None,
+    run: str | None,
+    show_all: bool,
+    raw: bool,
 ) -> int:
-    """Which event, producer and adapter set each current fact, with its trust.
+    """Which event, producer and adapter set each current fact, with its trust; personal data
+    masked unless --raw.
 
     An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the lines its
     trust policy trusts, and is told on stderr how many were kept out; --all shows every
@@ -112,7 +123,7 @@ def blame_(
         found = ledger.blame(scope=scope, tag=tag, run_id=run)
     with reader.judging_store() as store:
         marked = trusted_blame(found, store, reader.reading(store, show_all), tags=_tags(tag))
-    session.emit(marked)
+    session.emit(shown(marked, raw))
     reader.kept_out(marked.kept_out, show_all)
     return EXIT_OK
 
@@ -125,6 +136,7 @@ def blame_(
     "--limit", type=LIMIT, default=100, show_default=True, help="at most this many rows per list"
 )
 @all_option
+@raw_option
 @click.pass_obj
 def diff_(
     session: Session,
@@ -133,8 +145,10 @@ def diff_(
     tag: str | None,
     limit: int,
     show_all: bool,
+    raw: bool,
 ) -> int:
-    """Facts added, changed and removed between two positions, with their trust.
+    """Facts added, changed and removed between two positions, with their trust; personal
+    data masked unless --raw.
 
     An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the changes whose
     values its trust policy trusts, and is told on stderr how many were kept out; --all
@@ -148,7 +162,7 @@ def diff_(
         found = ledger.diff(from_position, to_position, tag=tag)
     with reader.judging_store() as store:
         marked = trusted_diff(found, store, reader.reading(store, show_all))
-    session.emit_cut(marked, limit)
+    session.emit_cut(shown(marked, raw), limit)
     reader.kept_out(marked.kept_out, show_all)
     return EXIT_OK
 
@@ -165,6 +179,7 @@ def diff_(
 @scope_option
 @click.option("--limit", type=LIMIT, default=20, show_default=True)
 @all_option
+@raw_option
 @click.pass_obj
 def as_of_(
     session: Session,
@@ -174,8 +189,10 @@ def as_of_(
     scope: str,
     limit: int,
     show_all: bool,
+    raw: bool,
 ) -> int:
-    """The knowledge base as it was at a position or time (give --position or --at).
+    """The knowledge base as it was at a position or time (give --position or --at);
+    personal data masked unless --raw.
 
     Each row carries its trust as judged now. An agent (FACTLEDGER_ADAPTER set, or a login
     bound to an adapter) sees the rows its trust policy trusts, and is told on stderr how
@@ -213,7 +230,7 @@ def as_of_(
         )
     )
     session.emit_rows(
-        _erasures_shown(reader.marked(found.shown, found.trust), erased),
+        shown(_erasures_shown(reader.marked(found.shown, found.trust), erased), raw),
         (*columns, TRUST, *((ERASED,) if erased else ())),
         empty,
         limit=None if tag else limit,
@@ -230,12 +247,12 @@ def _erasures_shown(
     instead of their (empty) text; when any was, every row has the erasure column."""
     if not erased:
         return rows
-    shown = []
+    marked = []
     for row in rows:
         by = erased.get(row["id"] if "id" in row else row["position"])
         text = "content" if "content" in row else "value"
-        shown.append({**row, text: None if by else row[text], ERASED: by})
-    return shown
+        marked.append({**row, text: None if by else row[text], ERASED: by})
+    return marked
 
 
 def _tags(tag: str | None) -> tuple[str, ...]:
