@@ -88,6 +88,21 @@ class ErasingTransaction(Protocol):
 
 
 @runtime_checkable
+class ServerErasingLog(Protocol):
+    """A log whose server removes an erasure's texts in the append that stores it (a
+    PostgreSQL log); their dead rows stay in the table's pages until an operator reclaims
+    them."""
+
+    @property
+    def content_table(self) -> str:
+        """The table holding the texts, named as SQL names it (what `VACUUM FULL` rewrites)."""
+        ...
+
+    def require_erasure(self) -> None:
+        """Refuse a log whose server cannot remove texts yet (made by an older version)."""
+
+
+@runtime_checkable
 class EventLog(Protocol):
     """An append-only, hash-chained event log."""
 

@@ -28,6 +28,7 @@ from eventlog import (
     QuarantineApplied,
     SQLiteEventLog,
 )
+from eventlog.backend import ServerErasingLog
 from eventlog.checks import check_optional_identifier, check_position, check_positions
 from eventlog.events import ContentErased
 from eventlog.logs import get_logger
@@ -47,11 +48,13 @@ log = get_logger("factledger.replay")
 Descendants = Literal["quarantine", "erase", "none"]
 DESCENDANTS: tuple[Descendants, ...] = ("quarantine", "erase", "none")
 CONTENT_KINDS = frozenset({"memory_added", "fact_published"})
+DENSE = 8
+"""Positions that fill at least one in this many of their span are read in one pass."""
 """The kinds whose events write a text an erasure can remove."""
 VACUUM_NOTE = (
-    "the server removed the texts; their dead tuples stay in the table's pages until an "
-    "operator runs: VACUUM FULL {schema}.content (PostgreSQL's own WAL and backups keep "
-    "them until they are recycled)"
+    "the server removed the texts; their dead rows stay in the table's pages until the "
+    "table's owner (or a superuser) runs: VACUUM FULL {table} (PostgreSQL's own WAL, "
+    "archives and backups keep them until they are recycled: see docs/operations.md)"
 )
 
 
@@ -153,6 +156,8 @@ def erase(
                 ),
             )
         )
+    if isinstance(ledger.event_log, ServerErasingLog):
+        ledger.event_log.require_erasure()
     with ledger.write_transaction("erasure") as tx:
         signed: list[NewEvent] = [
             signed_event(tx, ledger.log_id, payload, actor=actor, key=signer, action=action)
@@ -185,16 +190,30 @@ def erase(
 def _content_at(snap: LogSnapshot, positions: Sequence[int]) -> list[int]:
     """`positions`, each checked to hold a write with a text."""
     head = snap.head().position
-    for position in positions:
-        if position > head:
-            raise InvalidInputError(f"position {position} is past the log head {head}")
-        kind = snap.event_at(position).kind
+    beyond = [p for p in positions if p > head]
+    if beyond:
+        raise InvalidInputError(f"position {beyond[0]} is past the log head {head}")
+    for position, kind in sorted(_kinds(snap, positions).items()):
         if kind not in CONTENT_KINDS:
             raise InvalidInputError(
                 f"position {position} holds a {kind} event, which writes no text to erase "
                 "(erase memory entries and fact versions)"
             )
     return sorted(set(positions))
+
+
+def _kinds(snap: LogSnapshot, positions: Sequence[int]) -> dict[int, str]:
+    """The kind of the event at each of `positions`: read in one pass over their span when
+    they are dense in it (a suspect's writes), else one lookup each."""
+    wanted = set(positions)
+    if not wanted:
+        return {}
+    low, high = min(wanted), max(wanted)
+    if high - low + 1 > DENSE * len(wanted):
+        return {p: snap.event_at(p).kind for p in sorted(wanted)}
+    return {
+        r.position: r.kind for r in snap.read(after=low - 1, until=high) if r.position in wanted
+    }
 
 
 def _content_by(
@@ -220,7 +239,7 @@ def _derived(
     """The writes with a text derived from `roots` by lineage, to `depth` levels."""
     found = levels(model, roots, graph.children, depth)
     reached = {p for level in found for p, _, _ in level} - set(roots)
-    return sorted(p for p in reached if snap.event_at(p).kind in CONTENT_KINDS)
+    return sorted(p for p, kind in _kinds(snap, sorted(reached)).items() if kind in CONTENT_KINDS)
 
 
 def _after(ledger: Ledger) -> str:
@@ -234,5 +253,6 @@ def _after(ledger: Ledger) -> str:
             "from before the erasure; they are removed at the next checkpoint (when the "
             "last reader closes)"
         )
-    schema = getattr(event_log, "schema", "factledger")
-    return VACUUM_NOTE.format(schema=schema)
+    if isinstance(event_log, ServerErasingLog):
+        return VACUUM_NOTE.format(table=event_log.content_table)
+    return ""
