@@ -80,6 +80,11 @@ def erased_among(db: Queryable, positions: Sequence[int]) -> dict[int, int]:
     }
 
 
+def erased_positions(db: Queryable) -> set[int]:
+    """Every position whose text an authorized erasure removed."""
+    return {row.position for row in sql_knowledge.ERASED_ALL.rows(db)}
+
+
 def quarantines(db: Queryable) -> list[Quarantine]:
     """Every quarantine that took effect."""
     return sql_knowledge.QUARANTINE_ALL.rows(db)

@@ -276,6 +276,7 @@ class Erased(Columns, frozen=True):
 ERASED_AMONG = Query(
     "SELECT position, erasure_position FROM fl_erasure WHERE position IN ({marks})", Erased
 )
+ERASED_ALL = Query("SELECT position, erasure_position FROM fl_erasure ORDER BY position", Erased)
 QUARANTINE_CANDIDATES = Query(
     "SELECT id AS position FROM fl_memory WHERE id < ? {where_memory} "
     "UNION SELECT position FROM fl_fact WHERE position < ? {where_fact}",

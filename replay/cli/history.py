@@ -35,8 +35,11 @@ from replay.cli.memory import (
     scope_option,
 )
 from replay.cli.params import LIMIT, NAME, POSITION, TAG
+from replay.erased import ErasedBy, erased_by
 from replay.trusted import trusted_blame, trusted_diff, trusted_history
 
+ERASED = "erased"
+"""The column naming the erasure that removed a row's text since."""
 any_scope_option = click.option("--scope", type=click.Choice(sorted(SCOPES)), help="any if unset")
 
 
@@ -198,12 +201,15 @@ def as_of_(
     if (position is None) == (at is None):
         raise click.UsageError("give exactly one of --position and --at")
     reader = CommandReader(session)
-    with session.ledger() as ledger, ledger.as_of(position=position, ts_ns=at) as view:
-        if tag:
-            kb = CrossTaskKB(view, run_id=reader.identity.run_id)
-            rows: list[Any] = list(kb.subscribe(tag, scope=scope))
-        else:
-            rows = view.list(limit=limit + 1)
+    with session.ledger() as ledger:
+        with ledger.as_of(position=position, ts_ns=at) as view:
+            if tag:
+                kb = CrossTaskKB(view, run_id=reader.identity.run_id)
+                rows: list[Any] = list(kb.subscribe(tag, scope=scope))
+            else:
+                rows = view.list(limit=limit + 1)
+        with ledger.at_head() as (snap, model):
+            erased = erased_by(snap, model, [row.position for row in rows])
     truncated = not tag and len(rows) > limit
     rows = rows if tag else rows[:limit]
     with reader.judging_store() as store:
@@ -224,14 +230,29 @@ def as_of_(
         )
     )
     session.emit_rows(
-        shown(reader.marked(found.shown, found.trust), raw),
-        (*columns, TRUST),
+        shown(_erasures_shown(reader.marked(found.shown, found.trust), erased), raw),
+        (*columns, TRUST, *((ERASED,) if erased else ())),
         empty,
         limit=None if tag else limit,
         truncated=truncated,
     )
     reader.kept_out(len(found.kept_out), show_all)
     return EXIT_OK
+
+
+def _erasures_shown(
+    rows: list[dict[str, Any]], erased: dict[int, ErasedBy]
+) -> list[dict[str, Any]]:
+    """`rows` of a past state, those whose text was erased since shown with the erasure
+    instead of their (empty) text; when any was, every row has the erasure column."""
+    if not erased:
+        return rows
+    marked = []
+    for row in rows:
+        by = erased.get(row["id"] if "id" in row else row["position"])
+        text = "content" if "content" in row else "value"
+        marked.append({**row, text: None if by else row[text], ERASED: by})
+    return marked
 
 
 def _tags(tag: str | None) -> tuple[str, ...]:
