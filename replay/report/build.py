@@ -181,7 +181,10 @@ def _next_steps(suspect: Suspect, live: int, tasks: int, derived: int) -> list[s
     if live:
         steps.append(
             f"{live} suspect writes are still live: keep them from every reader with "
-            f"`factledger quarantine {_quarantine_flags(suspect)} --reason TEXT --key FILE`"
+            f"`factledger quarantine {_quarantine_flags(suspect)} --reason TEXT --key FILE`; "
+            "if they hold secrets or personal data, erase their texts for good instead "
+            f"(`factledger erase {_erase_selector(suspect)} --reason TEXT --key FILE`, which "
+            "quarantines what derives from them)"
         )
     if tasks:
         steps.append(
@@ -199,6 +202,13 @@ def _next_steps(suspect: Suspect, live: int, tasks: int, derived: int) -> list[s
         "offline (Evidence)"
     )
     return steps
+
+
+def _erase_selector(suspect: Suspect) -> str:
+    """The suspect as `factledger erase` selects it: its positions, or its one selector."""
+    if suspect.positions:
+        return " ".join(map(str, suspect.positions))
+    return suspect.flags(producer_flag="--task")
 
 
 def _quarantine_flags(suspect: Suspect) -> str:

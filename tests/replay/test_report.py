@@ -46,6 +46,7 @@ def test_the_summary_answers_first(incident: Path) -> None:
     }
     assert (2, 1, 2, 2) == (s.prompts_reached, s.prompts_shielded, s.exposed_tasks, s.descendants)
     assert "factledger quarantine --adapter evil" in s.next_steps[0]
+    assert "factledger erase --adapter evil --reason TEXT --key FILE" in s.next_steps[0]
     assert [w.position for w in built.writes] == list(range(2, 12))
     assert [12, 14, 17] == [p.receipt_position for p in built.prompts]
     assert [(12, (10, 6, 2)), (17, (15, 13))] == [
