@@ -36,6 +36,7 @@ from typing import Literal
 from eventlog.errors import InvalidInputError, InvalidTypeError
 from projections import _environment as environment
 from projections._errors import SecretRefusedError
+from projections._visible import is_invisible
 
 SecretsMode = Literal["refuse", "redact", "allow"]
 SECRETS_MODES: tuple[SecretsMode, ...] = ("refuse", "redact", "allow")
@@ -57,6 +58,7 @@ _PRODUCT_BASE64 = (
 """Public base64 the product prints: a verifier key, a checkpoint root, a note signature."""
 _JWT_SIGNATURE = re.compile(r"[A-Za-z0-9_+/=-]*")
 """What follows detect-secrets' JWT match, whose signature part matches lazily (empty)."""
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _PRIVATE_KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----")
 
 
@@ -79,7 +81,20 @@ class _Pattern:
 def find_secrets(text: str) -> list[Finding]:
     """Every secret in `text`, in order. Findings that overlap or touch are one, named by
     its first pattern detector; a high-entropy run is reported only where no pattern
-    detector found anything in it."""
+    detector found anything in it. Invisible characters other than whitespace
+    (`projections._visible`) are read as absent, so one cannot split a secret; a finding
+    spans the whole stretch of `text` it came from."""
+    if text.isascii() and not _ASCII_CONTROL.search(text):
+        return _found(text)
+    kept = [i for i, char in enumerate(text) if char.isspace() or not is_invisible(char)]
+    reading = "".join(text[i] for i in kept)
+    return [
+        Finding(finding.detector, kept[finding.start], kept[finding.end - 1] + 1)
+        for finding in _found(reading)
+    ]
+
+
+def _found(text: str) -> list[Finding]:
     named = [finding for pattern in _patterns() for finding in _matches(pattern, text)]
     found = named + [
         run
