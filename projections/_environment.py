@@ -87,7 +87,7 @@ TRUST_TAINT = Setting(
 SECRETS = Setting(
     ("FACTLEDGER_SECRETS",),
     "refuse",
-    "what a write does with a secret in its text (`projections._secrets`): `refuse` (an "
+    "what a write does with a secret in its text (docs/security.md): `refuse` (an "
     "error, nothing written), `redact` (`[REDACTED:<type>]` stored in its place) or `allow`; "
     "a store's `secrets=` argument overrides it",
 )
