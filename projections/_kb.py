@@ -107,8 +107,10 @@ class KnowledgeBase:
             raise InvalidTypeError(
                 f"items must be a list of (tag, key, value) tuples, not {type(items).__name__}"
             )
+        listed = list(items)
         events = [
-            self._event(i, item, checked_scope, adapter, sources) for i, item in enumerate(items)
+            self._event(i if len(listed) > 1 else None, item, checked_scope, adapter, sources)
+            for i, item in enumerate(listed)
         ]
         if not events:
             return []
@@ -124,10 +126,16 @@ class KnowledgeBase:
         return facts
 
     def _event(
-        self, index: int, item: object, scope: str, adapter: str | None, sources: tuple[int, ...]
+        self,
+        index: int | None,
+        item: object,
+        scope: str,
+        adapter: str | None,
+        sources: tuple[int, ...],
     ) -> NewEvent:
+        """The event publishing `item`, the `index`-th of several (None: the only one)."""
         if not isinstance(item, tuple) or len(item) != 3:
-            raise InvalidTypeError(f"items[{index}] must be a (tag, key, value) tuple")
+            raise InvalidTypeError(f"items[{index or 0}] must be a (tag, key, value) tuple")
         tag, key, value = item
         secrets = self._secrets()
         try:
@@ -139,6 +147,8 @@ class KnowledgeBase:
                 derived_from=sources or UNSET,
             )
         except SecretRefusedError as exc:
+            if index is None:
+                raise
             raise exc.within(f"items[{index}]") from None
         return NewEvent(
             payload=checked,

@@ -35,7 +35,7 @@ def test_add_and_share_refuse_a_secret_and_write_nothing(
     shared = cli("share", "slack", SLACK, "--tag", "ops")
     assert (1, 1) == (added.code, shared.code)
     assert "content holds a secret (github-token) at character 13" in added.err
-    assert "value holds a secret (slack-token) at character 0" in shared.err
+    assert "error: value holds a secret (slack-token) at character 0" in shared.err
     for result in (added, shared):
         assert GITHUB not in result.out + result.err
         assert SLACK not in result.out + result.err
