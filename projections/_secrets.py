@@ -5,11 +5,12 @@ Where the detectors come from:
 - detect-secrets (Yelp, 1.5.0), its plugin classes used directly (their compiled `denylist`
   patterns, `JwtTokenDetector.is_formally_valid`, and `Base64HighEntropyString`'s Shannon
   entropy), never its scan machinery or global settings: AWS access keys, GitHub, GitLab,
-  Slack, Stripe live, OpenAI (legacy `T3BlbkFJ`) keys, private key blocks, JWTs, passwords in
-  URLs (`scheme://user:password@`), Azure storage, Discord, npm, PyPI, SendGrid, Square,
-  Twilio and Telegram tokens. Left out: its keyword, IBM, Cloudant, SoftLayer and
-  Artifactory plugins, which match assignments and short prefixes ordinary text holds, and
-  Mailchimp's, the costliest pattern per scan; and its hex entropy plugin (see below).
+  Slack, Stripe live keys, private key blocks, passwords in URLs (`scheme://user:password@`),
+  Azure storage, Discord, PyPI, SendGrid, Square, Twilio and Telegram tokens; JWTs (its
+  check, its pattern anchored where a token starts) and OpenAI (legacy `T3BlbkFJ`) keys and
+  npm tokens (its patterns made linear, below). Left out: its keyword, IBM, Cloudant,
+  SoftLayer and Artifactory plugins, which match assignments and short prefixes ordinary
+  text holds, Mailchimp's, the costliest pattern per scan, and its hex entropy plugin.
 - Ours, where detect-secrets has no pattern: Anthropic (`sk-ant-`), OpenAI project, service
   and admin keys (`sk-proj-`, `sk-svcacct-`, `sk-admin-`), GitHub fine-grained tokens
   (`github_pat_`), Slack app tokens (`xapp-`), Stripe test keys, Google API keys (`AIza`),
@@ -189,25 +190,28 @@ def _name_secret(value: str) -> Finding | None:
 
 
 def _matches(pattern: _Pattern, text: str) -> Iterator[Finding]:
+    covered = 0
     for match in pattern.regex.finditer(text):
-        group = 1 if pattern.detector == "password-in-url" else 0
+        group = 1 if pattern.detector in ("password-in-url", "npm-token") else 0
         start, end = match.span(group)
-        if pattern.valid is not None and not pattern.valid(match.group()):
+        if start < covered or (pattern.valid is not None and not pattern.valid(match.group())):
             continue
         if pattern.detector == "private-key":
             start, end = _key_block(text, start, end)
         elif pattern.detector == "jwt":
             tail = _JWT_SIGNATURE.match(text, end)
             end = end if tail is None else tail.end()
+        covered = end
         yield Finding(pattern.detector, start, end)
 
 
 def _key_block(text: str, start: int, end: int) -> tuple[int, int]:
     """The span of a private key block whose BEGIN marker is at `start`: from its dashes to
     its END line, or to the end of the text when it has none."""
-    begin = len(text[:start].rstrip("-"))
+    while start and text[start - 1] == "-":
+        start -= 1
     last = _PRIVATE_KEY_END.search(text, end)
-    return begin, len(text) if last is None else last.end()
+    return start, len(text) if last is None else last.end()
 
 
 def _high_entropy(text: str) -> Iterator[Finding]:
@@ -244,8 +248,6 @@ def _patterns() -> tuple[_Pattern, ...]:
         github_token,
         gitlab_token,
         jwt,
-        npm,
-        openai,
         private_key,
         pypi_token,
         sendgrid,
@@ -263,12 +265,10 @@ def _patterns() -> tuple[_Pattern, ...]:
         "gitlab-token": gitlab_token.GitLabTokenDetector,
         "slack-token": slack.SlackDetector,
         "stripe-key": stripe.StripeDetector,
-        "openai-key": openai.OpenAIDetector,
         "private-key": private_key.PrivateKeyDetector,
         "password-in-url": basic_auth.BasicAuthDetector,
         "azure-storage-key": azure_storage_key.AzureStorageKeyDetector,
         "discord-token": discord.DiscordBotTokenDetector,
-        "npm-token": npm.NpmDetector,
         "pypi-token": pypi_token.PypiTokenDetector,
         "sendgrid-key": sendgrid.SendGridDetector,
         "square-secret": square_oauth.SquareOAuthDetector,
@@ -278,15 +278,17 @@ def _patterns() -> tuple[_Pattern, ...]:
     found = [
         _Pattern(name, regex) for name, plugin in library.items() for regex in plugin().denylist
     ]
-    found.extend(
-        _Pattern("jwt", regex, jwt.JwtTokenDetector.is_formally_valid)
-        for regex in jwt.JwtTokenDetector.denylist
-    )
+    found.append(_Pattern("jwt", re.compile(_JWT), jwt.JwtTokenDetector.is_formally_valid))
     found.extend(_Pattern(name, re.compile(source)) for name, source in _OURS)
     return tuple(found)
 
 
+_JWT = r"(?<![A-Za-z0-9_=-])eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.?[A-Za-z0-9_.+/=-]*?"
+"""detect-secrets' JWT pattern, starting only where a token starts: its own pattern scans a
+text of repeated `eyJ` in quadratic time."""
 _OURS = (
+    ("openai-key", r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]*[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),
+    ("npm-token", r"_authToken=\s*([^\s\"']+)"),
     ("anthropic-key", r"sk-ant-[a-z]+[0-9]*-[A-Za-z0-9_-]{20,}"),
     ("openai-key", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"),
     ("github-token", r"github_pat_[A-Za-z0-9_]{22,}"),
@@ -301,4 +303,6 @@ _OURS = (
     ),
     ("factledger-private-key", r"PRIVATE\+KEY\+[^\s+]+\+[0-9a-f]{8}\+[A-Za-z0-9+/]{40,}={0,2}"),
 )
-"""(detector, pattern) for what detect-secrets has no pattern for."""
+"""(detector, pattern) for what detect-secrets has no pattern for, and detect-secrets' OpenAI
+and npm patterns made linear (theirs scan repeated `sk-` or `//` in quadratic time: an agent
+could stall its own write for hours with a 1 MiB text)."""

@@ -335,3 +335,23 @@ def test_public_keys_pass_but_a_private_key_file_does_not(tmp_path: Path) -> Non
     assert [] == find_secrets(public.read_text(encoding="utf-8"))
     private = (tmp_path / "k").read_text(encoding="utf-8")
     assert ["factledger-private-key"] == [f.detector for f in find_secrets(private)]
+
+
+PATHOLOGICAL = {
+    "eyJ": (None, "eyJ"),
+    "slashes": (None, "//"),
+    "sk": (None, "sk-"),
+    "private-key": ("private-key", "BEGIN RSA PRIVATE KEY "),
+    "slack": (None, "xoxb-"),
+    "url": (None, "://a:"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
+def test_a_huge_text_of_repeated_prefixes_is_scanned_whole(name: str) -> None:
+    """A 1 MiB text repeating what starts a secret (an attack on the scan's time: the
+    library's JWT, OpenAI and npm patterns and a naive private-key block were quadratic on
+    these, hours per write) is read to its end, and found or passed as it should be."""
+    detector, unit = PATHOLOGICAL[name]
+    text = unit * (MAX_CONTENT_BYTES // len(unit))
+    assert ([] if detector is None else [detector]) == [f.detector for f in find_secrets(text)]
