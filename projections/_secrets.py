@@ -305,7 +305,7 @@ _JWT = r"(?<![A-Za-z0-9_=-])eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.?[A-Za-z0-9_.+/
 text of repeated `eyJ` in quadratic time."""
 _OURS = (
     ("openai-key", r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]*[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),
-    ("npm-token", r"_authToken=\s*([^\s\"']+)"),
+    ("npm-token", r"_authToken=\s*([A-Za-z0-9_-]{20,})"),
     ("anthropic-key", r"sk-ant-[a-z]+[0-9]*-[A-Za-z0-9_-]{20,}"),
     ("openai-key", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"),
     ("github-token", r"github_pat_[A-Za-z0-9_]{22,}"),

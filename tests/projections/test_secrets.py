@@ -81,6 +81,7 @@ def test_each_kind_is_found_where_it_starts(kind: str) -> None:
         "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123",
         "stripe sk_test_" + "4eC39HqLyjWDarjtT1zdp7dc",
         "gcp AIza" + "SyA1bC2dE3fG4hI5jK6lM7nO8pQ9rS0tU1v",
+        "//registry.npmjs.org/:_authToken=" + "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
         "PRIVATE+KEY+alice+1a2b3c4d+" + base64.b64encode(b"\x01" + bytes(range(32))).decode(),
     ],
 )
