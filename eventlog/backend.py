@@ -79,6 +79,30 @@ class LogTransaction(LogSnapshot, Protocol):
 
 
 @runtime_checkable
+class ErasingTransaction(Protocol):
+    """A write transaction that removes erased texts when told to, after the read model in
+    its own file folded the erasure (a SQLite file log). A PostgreSQL log needs none: its
+    server removes them in the append that stores the erasure."""
+
+    def erase_texts(self, erasure_position: int, positions: Sequence[int]) -> int: ...
+
+
+@runtime_checkable
+class ServerErasingLog(Protocol):
+    """A log whose server removes an erasure's texts in the append that stores it (a
+    PostgreSQL log); their dead rows stay in the table's pages until an operator reclaims
+    them."""
+
+    @property
+    def content_table(self) -> str:
+        """The table holding the texts, named as SQL names it (what `VACUUM FULL` rewrites)."""
+        ...
+
+    def require_erasure(self) -> None:
+        """Refuse a log whose server cannot remove texts yet (made by an older version)."""
+
+
+@runtime_checkable
 class EventLog(Protocol):
     """An append-only, hash-chained event log."""
 

@@ -39,7 +39,7 @@ from eventlog import (
     TrustSettings,
     verify_chain,
 )
-from eventlog.events import Exclusion, LogMigrated
+from eventlog.events import ContentErased, Exclusion, LogMigrated
 from eventlog.formats import CURRENT
 from eventlog.rows import READ_CHUNK
 
@@ -107,6 +107,7 @@ EVERY_KIND = [
             public_key="A" * 43 + "=",
         )
     ),
+    NewEvent(payload=ContentErased(positions=(3,), reason="leaked")),
 ]
 
 
@@ -156,6 +157,7 @@ class LogContract:
             "fact_approved",
             "fact_rejected",
             "log_migrated",
+            "content_erased",
         ] == [r.kind for r in read]
         assert ("run-1", "codex") == (read[1].run_id, read[1].source_adapter)
 
@@ -371,7 +373,7 @@ class LogContract:
             assert recorded[0] == tx.event_at(1)
         assert added == log.event_at(added.position)
 
-    @pytest.mark.parametrize("position", [0, -1, 15, 2**63, 2**64])
+    @pytest.mark.parametrize("position", [0, -1, 16, 2**63, 2**64])
     def test_event_at_a_position_holding_no_event_is_not_found(
         self, log: EventLog, position: int
     ) -> None:

@@ -233,6 +233,20 @@ class OperatorRemoved(Payload, tag="operator_removed", frozen=True, kw_only=True
     authorization: Authorization | UnsetType = UNSET
 
 
+class ContentErased(Payload, tag="content_erased", frozen=True, kw_only=True):
+    """An operator erased the texts written at `positions`: once folded, their text and salt
+    are gone from the content store and the read model, while every chain value, proof and
+    checkpoint stays valid (they commit to the salted hash, not the text). Names the
+    positions and why, never the text. Takes effect only when signed by an operator key
+    registered at its position (a log with no operator key cannot erase)."""
+
+    operator_only: ClassVar[bool] = True
+
+    positions: tuple[int, ...]
+    reason: str
+    authorization: Authorization | UnsetType = UNSET
+
+
 ON_CONFLICT = ("allow", "deny", "hold")
 """What a conflict policy does with a version written by someone who does not own the fact:
 `allow` (last write wins), `deny` (recorded, never current), `hold` (pending until an
@@ -308,6 +322,7 @@ EventPayload = (
     | FactApproved
     | FactRejected
     | LogMigrated
+    | ContentErased
 )
 """Every event kind the log can hold."""
 
@@ -325,6 +340,7 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
     FactApproved,
     FactRejected,
     LogMigrated,
+    ContentErased,
 )
 
 

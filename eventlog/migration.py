@@ -27,6 +27,7 @@ from eventlog.backend import StoredRow
 from eventlog.codec import read_row
 from eventlog.events import (
     ConflictPolicySet,
+    ContentErased,
     Exclusion,
     FactApproved,
     FactPublished,
@@ -186,6 +187,8 @@ def shift_positions(payload: RecordedPayload, by: int) -> RecordedPayload:
             return replace(payload, quarantine_position=payload.quarantine_position + by)
         case FactApproved() | FactRejected():
             return replace(payload, position=payload.position + by)
+        case ContentErased():
+            return replace(payload, positions=moved(payload.positions))
         case (
             MemoryReweighted()
             | OperatorAdded()

@@ -425,6 +425,24 @@ class PostgresEventLog:
         return self._schema
 
     @property
+    def content_table(self) -> str:
+        """The table holding the log's texts, qualified by its schema: an erasure deletes
+        their rows, and `VACUUM FULL` on it rewrites the pages the dead rows still hold."""
+        return schema.render(schema.CONTENT_TABLE, self._schema)
+
+    def require_erasure(self) -> None:
+        """Refuse (`StorageError`) a log whose schema predates erasure: its server would
+        store an erasure and keep the texts it names. `pg init` gives it what it needs."""
+        with self._lock:
+            ready = self._run(lambda conn, _: schema.has_erasure(conn, self._schema), "read")
+        if not ready:
+            raise StorageError(
+                f"{self._where} predates erasure: its server would keep the texts an erasure "
+                "names; run `factledger pg init` on it (as its administrator) first; nothing "
+                "was written"
+            )
+
+    @property
     def genesis(self) -> bytes:
         """The chain value before the first event."""
         return self._genesis

@@ -1,11 +1,12 @@
 """The PostgreSQL log's schema, roles and agent bindings: the SQL that makes the database itself
 refuse what the log forbids.
 
-Five tables in one schema (`factledger` unless the session sets `factledger.schema`):
+Six tables in one schema (`factledger` unless the session sets `factledger.schema`):
 
 - `events`  the log: position, event id (unique, generated or not), stored bytes, chain value.
 - `content` beside the log (format v2): each event's text and the salt keying its content
             hash, written in the append's transaction, for a position `events` holds.
+- `erased`  the positions whose text an erasure removed, and the erasure's position.
 - `head`    one row: the last position and its chain value. Writers lock it (`FOR UPDATE`)
             to append, so positions are given, and commit, one writer at a time.
 - `meta`    the log id and format.
@@ -14,15 +15,28 @@ Five tables in one schema (`factledger` unless the session sets `factledger.sche
 Writers hold SELECT and EXECUTE on two functions, nothing else: `lock_head()` and
 `append_events(...)`, which checks each row (size, JSON of a known kind with its fields, its
 position and event id), computes its SHA-256 chain link and writes it with its content row.
-Triggers refuse UPDATE, DELETE and TRUNCATE on `events`, `content`, `meta` and `agents`, and
-DELETE and TRUNCATE on `head`. After each INSERT into `events`, one statement trigger refuses
-rows whose positions do not follow the head and moves the head; `head` accepts an UPDATE only
-to the log's last row. A bound role (an agent login) is refused an event that names another adapter
-(or none), an operator action (a kind outside `eventlog.events.AGENT_KINDS`, or one holding an
-operator-only field: an import), whatever its signature, and any event while the log holds no
-`operator_added` (found through a partial index, so the check costs one probe). The kinds are
-written into the functions from the payload types. Every function runs with a fixed
-`search_path`, so a session's own path cannot redirect it.
+Triggers refuse UPDATE, DELETE and TRUNCATE on `events`, `erased`, `meta` and `agents`, UPDATE
+and TRUNCATE on `content`, and DELETE and TRUNCATE on `head`. After each INSERT into `events`,
+one statement trigger refuses rows whose positions do not follow the head and moves the head;
+`head` accepts an UPDATE only to the log's last row. A bound role (an agent login) is refused
+an event that names another adapter (or none), an operator action (a kind outside
+`eventlog.events.AGENT_KINDS`, or one holding an operator-only field: an import), whatever its
+signature, and any event while the log holds no `operator_added` (found through a partial
+index, so the check costs one probe). The kinds are written into the functions from the
+payload types. Every function runs with a fixed `search_path`, so a session's own path cannot
+redirect it.
+
+Erasure: when `append_events` stores a `content_erased` event (whose positions must be JSON
+integers as written, or the whole append is refused), it records in `erased` each earlier
+position it names that holds a written text and deletes that text and salt from `content`, in
+the same transaction. A `content` row may be deleted only for a position `erased` names, and
+a row of `erased` must be named by a `content_erased` event in the chain, so even the owner
+cannot remove a text without an erasure every host sees. The server cannot check Ed25519
+signatures: its guard is the role (an agent login is refused the kind, so only a login no
+adapter binds can append an erasure) and the kind. Whether an erasure takes effect is still
+each host's to judge: a host's fold gives an unsigned or badly signed one no effect, and
+`verify` then fails closed on the texts it removed (absent, with no erasure in force). The
+deleted rows stay in the table's pages until `VACUUM FULL` rewrites it (`CONTENT_TABLE`).
 """
 
 from __future__ import annotations
@@ -41,6 +55,7 @@ from eventlog.events import (
     OPERATOR_FIELDS,
     OPERATOR_KINDS,
     PAYLOAD_TYPES,
+    ContentErased,
     Envelope,
     OperatorAdded,
     kind_of,
@@ -61,6 +76,8 @@ FORMAT_PREFIX = "factledger-postgres-log"
 """The log's `format` in `meta` is this, `/` and the format's number."""
 
 _V1_TABLES = ("meta", "events", "head", "agents")
+CONTENT_TABLE = "{schema}.content"
+"""The table holding the texts, as `render` qualifies it."""
 REFUSED_EVENT = "FL001"
 """The SQLSTATE of an event the log refuses as malformed, too large or misplaced."""
 LEGACY_FORMAT = "FL002"
@@ -202,6 +219,8 @@ DECLARE
     target bigint;
     named text;
     i integer := 0;
+    erasures integer[] := '{{}}';
+    erasure integer;
 BEGIN
     IF coalesce(cardinality(bodies), 0) <> total OR coalesce(cardinality(texts), 0) <> total
        OR coalesce(cardinality(salts), 0) <> total THEN
@@ -279,6 +298,14 @@ BEGIN
         ELSIF agent AND NOT {schema}.agent_may_write(envelope -> 'payload') THEN
             RAISE EXCEPTION {refusal}, session_user, {refused_action}
                 USING ERRCODE = 'insufficient_privilege';
+        ELSIF kind = {erasure_kind} THEN
+            IF {schema}.erased_positions(bodies[n]) IS NULL THEN
+                RAISE EXCEPTION 'event % at position % is refused: a % event names its '
+                    'positions as a JSON array of integers, not %', named, target, kind,
+                    left((envelope -> 'payload' -> 'positions')::text, 80)
+                    USING ERRCODE = {refused};
+            END IF;
+            erasures := erasures || n;
         END IF;
         previous := sha256('\\x02'::bytea || previous || sha256('\\x00'::bytea || bodies[n]));
         links[n] := previous;
@@ -296,6 +323,19 @@ BEGIN
     INSERT INTO {schema}.content (position, text, salt)
         SELECT head_position + given.n, given.text, given.salt
           FROM unnest(texts, salts) WITH ORDINALITY AS given (text, salt, n);
+    FOREACH erasure IN ARRAY erasures LOOP
+        INSERT INTO {schema}.erased (position, erasure_position)
+            SELECT DISTINCT named_position, head_position + erasure
+              FROM unnest({schema}.erased_positions(bodies[erasure])) AS named_position
+              JOIN {schema}.events e ON e.position = named_position
+             WHERE named_position < head_position + erasure
+               AND {schema}.envelope(e.body) -> 'payload' ->> 'kind' IN ({text_kinds})
+            ON CONFLICT (position) DO NOTHING;
+    END LOOP;
+    IF cardinality(erasures) > 0 THEN
+        DELETE FROM {schema}.content c USING {schema}.erased r
+         WHERE r.erasure_position > head_position AND c.position = r.position;
+    END IF;
     RETURN links;
 END
 $$"""
@@ -303,7 +343,63 @@ $$"""
 size, its body an envelope of a known kind with the fields the kind needs, naming the position
 and event id it is stored under, and for an agent login its adapter and a kind agents write),
 its chain link computed here with SHA-256, and the rows written with their texts; the new
-chain values are returned for the client to compare with its own."""
+chain values are returned for the client to compare with its own. An erasure among them (only
+a login no adapter binds gets this far with one) records each earlier position it names that
+holds a written text in `erased` and removes that text and salt, in the same transaction."""
+
+_ERASED_POSITIONS = """CREATE OR REPLACE FUNCTION {schema}.erased_positions(body bytea)
+RETURNS bigint[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN json_typeof(named.positions) = 'array' AND NOT EXISTS (
+               SELECT 1 FROM json_array_elements(named.positions) AS p (value)
+                WHERE json_typeof(p.value) <> 'number'
+                   OR p.value::text !~ '^-?[0-9]{{1,18}}$')
+           THEN ARRAY(SELECT p.value::text::bigint
+                        FROM json_array_elements(named.positions) AS p (value))
+           END
+      FROM (SELECT replace(convert_from(body, 'UTF8'), E'\\\\u0000', E'\\\\ufffd')::json
+                   -> 'payload' -> 'positions' AS positions) AS named
+$$"""
+"""The positions an erasure's body names, or NULL unless they are a JSON array of integers as
+written (read as `json`, which keeps each number's spelling, so `1e2` or `3.0`, which a client
+decodes as no integer, is refused rather than read as 100 or 3)."""
+
+_ONLY_ERASED = """CREATE OR REPLACE FUNCTION {schema}.only_erased() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM {schema}.erased r WHERE r.position = OLD.position) THEN
+        RAISE EXCEPTION '%.%: only an erasure removes a text; no erasure names position %',
+            TG_TABLE_SCHEMA, TG_TABLE_NAME, OLD.position
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN OLD;
+END
+$$"""
+"""Lets a text leave `content` only for a position recorded in `erased`."""
+
+_CHECK_ERASED = """CREATE OR REPLACE FUNCTION {schema}.check_erased() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    stray bigint;
+BEGIN
+    SELECT given.erasure_position INTO stray
+      FROM (SELECT erasure_position, array_agg(position) AS named
+              FROM recorded GROUP BY erasure_position) AS given
+      LEFT JOIN {schema}.events e ON e.position = given.erasure_position
+     WHERE ({schema}.envelope(e.body) -> 'payload' ->> 'kind' = {erasure_kind}
+            AND {schema}.erased_positions(e.body) @> given.named) IS NOT TRUE
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION '%.%: position % holds no % event naming every position recorded '
+            'for it', TG_TABLE_SCHEMA, TG_TABLE_NAME, stray, {erasure_kind}
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NULL;
+END
+$$"""
+"""Keeps `erased` to what the log's own erasure events name: a row added by hand (by the
+owner, who alone may) must name a `content_erased` event in the chain, seen by every host and
+judged by `verify`."""
 
 _REFUSE_LEGACY_APPEND = """CREATE OR REPLACE FUNCTION {schema}.append_events(
     event_ids text[], bodies bytea[], texts bytea[], salts bytea[]
@@ -321,8 +417,6 @@ $$"""
 _TRIGGERS = (
     """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.events
     FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
-    """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.content
-    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
     """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.meta
     FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
     """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.agents
@@ -336,8 +430,35 @@ _TRIGGERS = (
     FOR EACH STATEMENT EXECUTE FUNCTION {schema}.after_append()""",
 )
 
+_ERASED_TABLE = """CREATE TABLE IF NOT EXISTS {schema}.erased (
+    position bigint PRIMARY KEY REFERENCES {schema}.events (position),
+    erasure_position bigint NOT NULL CHECK (erasure_position > position)
+)"""
+_ERASURE_TRIGGERS = (
+    "DROP TRIGGER IF EXISTS append_only ON {schema}.content",
+    """CREATE TRIGGER append_only BEFORE UPDATE OR TRUNCATE ON {schema}.content
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
+    "DROP TRIGGER IF EXISTS only_erased ON {schema}.content",
+    """CREATE TRIGGER only_erased BEFORE DELETE ON {schema}.content
+    FOR EACH ROW EXECUTE FUNCTION {schema}.only_erased()""",
+    "DROP TRIGGER IF EXISTS append_only ON {schema}.erased",
+    """CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.erased
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()""",
+    "DROP TRIGGER IF EXISTS named_by_an_erasure ON {schema}.erased",
+    """CREATE TRIGGER named_by_an_erasure AFTER INSERT ON {schema}.erased
+    REFERENCING NEW TABLE AS recorded
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.check_erased()""",
+)
+"""What lets an erasure remove texts, made or remade by `create` and `upgrade` alike (a log
+made before erasure existed gets them from `pg init`): the `erased` table, append-only and
+checked against the erasures that name its rows, and `content`'s triggers, which refuse
+UPDATE and TRUNCATE and let a row be deleted only where `erased` names its position."""
+
 _RULES = (
     _ENVELOPE,
+    _ERASED_POSITIONS,
+    _ONLY_ERASED,
+    _CHECK_ERASED,
     _IS_OPERATOR_ADDED,
     _AGENT_MAY_WRITE,
     _AFTER_APPEND,
@@ -356,6 +477,9 @@ _FUNCTIONS = (
     "is_operator_added(bytea)",
     "agent_may_write(jsonb)",
     "after_append()",
+    "erased_positions(bytea)",
+    "only_erased()",
+    "check_erased()",
     *_WRITE_PATH,
 )
 
@@ -365,6 +489,11 @@ _SQL_HAS_LOG = (
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
     " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
     " WHERE n.nspname = %s AND c.relname = 'events')"
+)
+_SQL_HAS_ERASED = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
+    " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE n.nspname = %s AND c.relname = 'erased')"
 )
 _SQL_META_INSERT = "INSERT INTO {schema}.meta (name, value) VALUES (%s, %s)"
 _SQL_HEAD_INSERT = "INSERT INTO {schema}.head (position, chain_hash) VALUES (0, %s)"
@@ -380,6 +509,7 @@ _SQL_OWNERSHIP = (
 )
 _SQL_V2_OWNERSHIP = (
     "ALTER TABLE {schema}.content OWNER TO {owner}",
+    "ALTER TABLE {schema}.erased OWNER TO {owner}",
     *(f"ALTER FUNCTION {{schema}}.{function} OWNER TO {{owner}}" for function in _FUNCTIONS),
 )
 _SQL_PRIVILEGES = (
@@ -527,6 +657,8 @@ def _kind_rule(template: str, schema: str) -> sql.Composed:
             kind=sql.SQL("envelope -> 'payload' ->> 'kind'"),
         ),
         refused=sql.Literal(REFUSED_EVENT),
+        erasure_kind=sql.Literal(kind_of(ContentErased)),
+        text_kinds=sql.SQL(", ").join(map(sql.Literal, _TEXT_KINDS)),
         legacy=sql.Literal(LEGACY_FORMAT),
         schema_name=sql.Literal(schema),
         max_body=sql.Literal(MAX_ENVELOPE_BYTES),
@@ -557,6 +689,8 @@ def _required(struct: type[msgspec.Struct]) -> tuple[str, ...]:
 
 
 _ENVELOPE_FIELDS = _required(Envelope)
+_TEXT_KINDS = sorted(kind_of(t) for t in PAYLOAD_TYPES if t.text_field is not None)
+"""The kinds whose events write a text (the only texts an erasure removes)."""
 _REQUIRED_FIELDS = {kind_of(t): _required(t) for t in PAYLOAD_TYPES}
 """Per kind the log knows, the payload fields an event of it must hold."""
 
@@ -583,6 +717,12 @@ def has_log(conn: psycopg.Connection[Any], schema: str) -> bool:
     return bool(row and row[0])
 
 
+def has_erasure(conn: psycopg.Connection[Any], schema: str) -> bool:
+    """Whether the log in `schema` has the `erased` table (`pg init` of this version ran)."""
+    row = conn.execute(_SQL_HAS_ERASED, (schema,)).fetchone()
+    return bool(row and row[0])
+
+
 def create(conn: psycopg.Connection[Any], schema: str, log_id: str, genesis: bytes) -> bool:
     """Create the log's schema in the caller's open transaction, unless another session
     created it first (creators are serialized by an advisory lock); return whether it did."""
@@ -595,6 +735,7 @@ def create(conn: psycopg.Connection[Any], schema: str, log_id: str, genesis: byt
     _install_rules(conn, schema, CURRENT)
     for statement in (_OPERATOR_INDEX, *_TRIGGERS):
         conn.execute(render(statement, schema))
+    _install_erasure(conn, schema)
     conn.execute(render(_SQL_META_INSERT, schema), ("log_id", log_id))
     conn.execute(render(_SQL_META_INSERT, schema), ("format", marker(FORMAT_PREFIX)))
     conn.execute(render(_SQL_HEAD_INSERT, schema), (genesis,))
@@ -608,7 +749,16 @@ def upgrade(conn: psycopg.Connection[Any], schema: str) -> LogFormat:
     conn.execute(_SQL_CREATION_LOCK, (schema,))
     log_format = format_of(conn, schema)
     _install_rules(conn, schema, log_format)
+    if log_format is CURRENT:
+        _install_erasure(conn, schema)
     return log_format
+
+
+def _install_erasure(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Create the `erased` table if absent, and make `content`'s and its triggers this
+    version's (`_ERASURE_TRIGGERS`)."""
+    for statement in (_ERASED_TABLE, *_ERASURE_TRIGGERS):
+        conn.execute(render(statement, schema))
 
 
 def format_of(conn: psycopg.Connection[Any], schema: str) -> LogFormat:

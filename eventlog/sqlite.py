@@ -58,6 +58,26 @@ WAL_AUTOCHECKPOINT_PAGES = 4000
 """Fold the WAL back into the database every ~16 MiB rather than SQLite's default ~4 MiB:
 an event touches several pages, and each checkpoint costs an extra fsync of the database."""
 
+_ERASURE_SCHEMA = (
+    # The positions whose text an erasure removed, and the erasure's position: a text row
+    # leaves `fl_content` only for a position recorded here. These triggers stop mistakes;
+    # an attacker holding the file is stopped by `verify`, which accepts a missing text only
+    # where a signed erasure, authorized at its position, names it.
+    """CREATE TABLE IF NOT EXISTS fl_erased (
+        position INTEGER PRIMARY KEY,
+        erasure_position INTEGER NOT NULL CHECK (erasure_position > position)
+    )""",
+    """CREATE TRIGGER IF NOT EXISTS fl_erased_no_update BEFORE UPDATE ON fl_erased
+    BEGIN SELECT RAISE(ABORT, 'fl_erased is append-only: UPDATE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS fl_erased_no_delete BEFORE DELETE ON fl_erased
+    BEGIN SELECT RAISE(ABORT, 'fl_erased is append-only: DELETE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS fl_content_no_delete BEFORE DELETE ON fl_content
+    WHEN NOT EXISTS (SELECT 1 FROM fl_erased WHERE position = OLD.position)
+    BEGIN SELECT RAISE(ABORT, 'fl_content: only an erasure removes a text'); END""",
+)
+"""What lets an erasure remove texts: created with a log, and added to a log file made
+before erasure existed when it is first opened for writing."""
+
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS fl_log_meta (
         name TEXT PRIMARY KEY,
@@ -84,8 +104,7 @@ _SCHEMA = (
     )""",
     """CREATE TRIGGER IF NOT EXISTS fl_content_no_update BEFORE UPDATE ON fl_content
     BEGIN SELECT RAISE(ABORT, 'fl_content is append-only: UPDATE refused'); END""",
-    """CREATE TRIGGER IF NOT EXISTS fl_content_no_delete BEFORE DELETE ON fl_content
-    BEGIN SELECT RAISE(ABORT, 'fl_content is append-only: DELETE refused'); END""",
+    *_ERASURE_SCHEMA,
     """CREATE TRIGGER IF NOT EXISTS fl_log_meta_no_update BEFORE UPDATE ON fl_log_meta
     BEGIN SELECT RAISE(ABORT, 'fl_log_meta is append-only: UPDATE refused'); END""",
     """CREATE TRIGGER IF NOT EXISTS fl_log_meta_no_delete BEFORE DELETE ON fl_log_meta
@@ -101,6 +120,10 @@ _SQL_META_GET = "SELECT value FROM fl_log_meta WHERE name = ?"
 _SQL_HEAD = "SELECT position, chain_hash FROM fl_events ORDER BY position DESC LIMIT 1"
 _SQL_INSERT = "INSERT INTO fl_events (position, event_id, body, chain_hash) VALUES (?, ?, ?, ?)"
 _SQL_INSERT_CONTENT = "INSERT INTO fl_content (position, text, salt) VALUES (?, ?, ?)"
+_SQL_HAS_ERASED = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'fl_erased'"
+_SQL_OLD_CONTENT_TRIGGER = "DROP TRIGGER IF EXISTS fl_content_no_delete"
+_SQL_ERASED_INSERT = "INSERT OR IGNORE INTO fl_erased (position, erasure_position) VALUES (?, ?)"
+_SQL_CONTENT_DELETE = "DELETE FROM fl_content WHERE position = ?"
 _SQL_STRAY_CONTENT = "SELECT min(position) FROM fl_content WHERE position >= ?"
 _SQL_ROWS = (
     "SELECT e.position, CAST(e.event_id AS BLOB), "
@@ -225,6 +248,18 @@ class SQLiteEventLog:
             raise
         self._genesis = self._format.chain.genesis(self._log_id)
         self._reading = Reading(self._format, Migration(self._log_id))
+        if not read_only and self._format is CURRENT:
+            self._with_retry(self._add_erasure_schema, "prepare erasure in")
+
+    def _add_erasure_schema(self) -> None:
+        """Give a log file made before erasure existed the tables and triggers it needs."""
+        if self._conn.execute(_SQL_HAS_ERASED).fetchone()[0]:
+            return
+        with self.transaction():
+            if not self._conn.execute(_SQL_HAS_ERASED).fetchone()[0]:
+                self._conn.execute(_SQL_OLD_CONTENT_TRIGGER)
+                for statement in _ERASURE_SCHEMA:
+                    self._conn.execute(statement)
 
     def _set_format(self, log_format: LogFormat) -> None:
         self._format = log_format
@@ -281,6 +316,10 @@ class SQLiteEventLog:
         conn.execute("PRAGMA cache_size=-32000")
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
         conn.execute("PRAGMA temp_store=MEMORY")
+        if not self._read_only:
+            # What a write frees (an erased text, a read-model row replaced) is overwritten
+            # with zeros, so an erased text's bytes do not stay in the file's free space.
+            conn.execute("PRAGMA secure_delete=ON")
 
     def _ensure_schema(self, first_events: FirstEvents | None) -> str:
         has_log = self._with_retry(self._has_log, "read the schema of")
@@ -490,6 +529,17 @@ class SQLiteEventLog:
                 hasher.update(chunk)
         return hasher.digest()
 
+    def fold_wal(self) -> bool:
+        """Copy the write-ahead log back into the database file and truncate it, so that
+        bytes an erasure overwrote are in no WAL frame; False when a reader still holds
+        frames (the next checkpoint, or the last connection closing, finishes it)."""
+        with self._lock:
+            row = self._with_retry(
+                lambda: self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone(),
+                "checkpoint",
+            )
+        return row is not None and not row[0]
+
     def close(self) -> None:
         """Close the connection. The handle must not be used afterwards."""
         with self._lock:
@@ -563,7 +613,12 @@ class _ReadScope:
         owner = self._owner
         try:
             if self._began and owner._conn.in_transaction:
-                owner._conn.execute("COMMIT")
+                try:
+                    owner._conn.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    owner._rollback()
+                    if kind is None:
+                        raise translate(exc, "end a read of", owner._where) from None
         finally:
             owner._lock.release()
 
@@ -662,6 +717,19 @@ class _Transaction(_Snapshot):
             self._run(insert, "append to")
         self._head = (position, previous)
         return [self._as_read(record) for record in records]
+
+    def erase_texts(self, erasure_position: int, positions: Sequence[int]) -> int:
+        """Remove the texts and salts stored for `positions`, which the erasure at
+        `erasure_position` names (the caller has checked that it took effect); return how
+        many were still stored. The freed pages are overwritten (`secure_delete`); call
+        `fold_wal` after the commit to take them out of the write-ahead log too."""
+        marked = [(p, erasure_position) for p in positions if p < erasure_position]
+
+        def erase() -> int:
+            self._conn.executemany(_SQL_ERASED_INSERT, marked)
+            return self._conn.executemany(_SQL_CONTENT_DELETE, [(p,) for p, _ in marked]).rowcount
+
+        return self._run(erase, "erase texts in") if marked else 0
 
     def _as_read(self, record: RecordedEvent) -> RecordedEvent:
         """An appended event as readers take it (its migration claims honoured or not)."""

@@ -123,6 +123,18 @@ _Fields = msgspec.defstruct(
 
 _FIELDS: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Fields)
 
+AUTHORITY_KINDS = frozenset(
+    {"operator_added", "operator_removed", "log_migrated", "content_erased"}
+)
+"""The kinds that decide whether an erasure took effect: the operator keys a log registers
+and removes, and the erasures themselves. A walk notes their positions (`authority_rows`), so
+an absent text can be held to the erasures in force without reading the log again."""
+_AUTHORITY_TYPES = frozenset(
+    t
+    for t in get_args(_Fields.__annotations__["payload"])
+    if t.__struct_config__.tag in AUTHORITY_KINDS
+)
+
 
 class ChainWalker:
     """Checks stored rows in position order, from the genesis or from a verified position.
@@ -140,6 +152,12 @@ class ChainWalker:
         self.findings: list[Finding] = []
         self.unreadable = 0
         self.text_problems = 0
+        self.first_mismatch: int | None = None
+        """The first position whose stored text does not match its hash."""
+        self.absent: list[int] = []
+        """Every position whose text is not stored (an erasure's, or a row edited away)."""
+        self.authority_rows: list[int] = []
+        """Every position holding an event of `AUTHORITY_KINDS`."""
 
     def feed(self, row: StoredRow) -> bytes:
         """Verify the next row and return its leaf hash; raise `ChainBreak` if it fails."""
@@ -168,7 +186,13 @@ class ChainWalker:
             self._note(record, UNREADABLE, record.payload.reason)
         elif record.text_state != "intact":
             self.text_problems += 1
+            if record.text_state == "absent":
+                self.absent.append(record.position)
+            elif self.first_mismatch is None:
+                self.first_mismatch = record.position
             self._note(record, record.text_state, _TEXT_PROBLEMS[record.text_state])
+        if record.kind in AUTHORITY_KINDS:
+            self.authority_rows.append(row.position)
         self.position = row.position
         self.chain_value = linked
         return leaf
@@ -232,6 +256,7 @@ class ChainWalker:
         text_matches = log_format.text_matches
         leaf_prefix, link_prefix = LEAF_PREFIX, LINK_PREFIX
         same = hmac.compare_digest
+        authority, noted = _AUTHORITY_TYPES, self.authority_rows.append
         position, chain_value = self.position, self.chain_value
         for row in rows:
             row_position, event_id, body, stored, text, salt, streamed = row
@@ -264,6 +289,8 @@ class ChainWalker:
                 self.position, self.chain_value = position, chain_value
                 leaf = self.feed(row)
                 linked = self.chain_value
+            elif type(fields.payload) in authority:
+                noted(row_position)
             position, chain_value = row_position, linked
             if on_leaf is not None:
                 on_leaf(leaf)

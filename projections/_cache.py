@@ -43,6 +43,7 @@ from eventlog import (
     chain_at,
 )
 from eventlog.checks import check_path, is_dsn
+from eventlog.events import ContentErased
 from eventlog.logs import get_logger
 from eventlog.migration import Migration, Reading
 from eventlog.stored import LogUpTo, genesis_of
@@ -128,6 +129,8 @@ class CacheProjection:
         self._known: Head | None = None
         """The log head this handle last saw the cache reach: reads skip the cache's write
         lock while the log's head is still this."""
+        self._folded_erasure = False
+        """Whether a fold since the last WAL checkpoint held an erasure."""
 
     @property
     def projectors(self) -> tuple[Projector, ...]:
@@ -183,6 +186,9 @@ class CacheProjection:
                         # a long catch-up does not starve other processes sharing the cache.
                         until = min(head.position, state.position + sql.BATCH)
                         state = self._fold(db, state, until)
+            if self._folded_erasure:
+                self._cache.fold_wal()
+                self._folded_erasure = False
         if state.position == head.position:
             if not _same_chain(state.chain_hash, head.chain_hash):
                 raise self._diverged(state.position)
@@ -273,6 +279,8 @@ class CacheProjection:
         reached = state
         for batch in batches(self._linked(state, until)):
             advance(db, self._projectors, batch)
+            if any(isinstance(record.payload, ContentErased) for record in batch):
+                self._folded_erasure = True
             reached = Head(position=batch[-1].position, chain_hash=batch[-1].chain_hash)
         if reached == state:
             raise CorruptLogError(
@@ -441,6 +449,22 @@ class CacheTransaction:
     def head_position(self) -> int:
         """The log position the cache shows to this transaction's queries."""
         return self._reading().head().position
+
+    def erase_texts(self, erasure_position: int, positions: Sequence[int]) -> int:
+        """Remove the texts the erasure at `erasure_position` names from a log file read
+        through this cache (its own transaction, once the erasure is folded with effect);
+        return how many were still stored. A PostgreSQL log's server removed them in the
+        append that stored the erasure: 0."""
+        event_log = self._projection._log
+        if not isinstance(event_log, SQLiteEventLog):
+            return 0
+        with event_log.transaction() as tx:
+            removed = tx.erase_texts(erasure_position, positions)
+        own = Projection(event_log, self._projection.projectors)
+        if sql.CHECKPOINT_TABLE_EXISTS.exists(own.database):
+            own.open()  # the file's own read model folds the erasure: its copies go too
+        event_log.fold_wal()
+        return removed
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Query the cache, caught up to the log first."""

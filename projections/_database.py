@@ -176,9 +176,18 @@ class CacheDatabase(Database):
         self.lock = threading.RLock()
         try:
             conn.execute("PRAGMA synchronous=NORMAL")
+            # An erased text's bytes must not stay in the cache's free space.
+            conn.execute("PRAGMA secure_delete=ON")
         except sqlite3.Error as exc:
             conn.close()
             raise translate(exc, "configure", where) from None
+
+    def fold_wal(self) -> None:
+        """Copy the write-ahead log back into the file and truncate it (after an erasure is
+        folded, so its overwritten bytes are in no WAL frame); a reader holding frames
+        leaves the rest to the next checkpoint."""
+        with self.lock:
+            self._run("PRAGMA wal_checkpoint(TRUNCATE)", "checkpoint")
 
     def use_wal(self) -> None:
         """Let readers and a writer work at once (WAL). Call it once the file is known to be

@@ -37,7 +37,7 @@ from eventlog import (
     RecordedEvent,
     Unreadable,
 )
-from eventlog.events import LogMigrated
+from eventlog.events import ContentErased, LogMigrated
 from eventlog.logs import get_logger
 from eventlog.signing import authorization_of, claims_of, is_unsigned_import
 from projections import _sql_reads as sql_reads
@@ -84,6 +84,7 @@ def entry_problems(entry: MemoryEntry, record: RecordedEvent | None) -> tuple[st
             | FactApproved()
             | FactRejected()
             | LogMigrated()
+            | ContentErased()
             | Unreadable()
         ):
             return ("event",)

@@ -64,8 +64,8 @@ ADAPTER = Setting(
 OPERATOR_KEY = Setting(
     ("FACTLEDGER_OPERATOR_KEY",),
     "",
-    "the operator's private key file: signs quarantines, releases, imports, operator changes "
-    "and checkpoints (`--key` overrides it)",
+    "the operator's private key file: signs quarantines, releases, erasures, imports, operator "
+    "changes and checkpoints (`--key` overrides it)",
 )
 TRUST_POLICY = Setting(
     ("FACTLEDGER_TRUST_POLICY", "BERNSTEIN_MEMORY_TRUST_POLICY"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eventlog.errors import FactledgerError, InvalidInputError
+from eventlog.errors import FactledgerError, InvalidInputError, StorageError
 
 
 class LegacyImportError(FactledgerError, ValueError):
@@ -57,3 +57,8 @@ class SecretRefusedError(InvalidInputError):
         return SecretRefusedError(
             f"{where}: {self.field}", detector=self.detector, offset=self.offset, name=self.name
         )
+
+
+class MerkleIndexError(StorageError):
+    """The Merkle index kept beside the read model is damaged (a subtree's hash missing or
+    not a hash): it is disposable, and is rebuilt from the log."""

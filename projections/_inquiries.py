@@ -71,6 +71,20 @@ def quarantined_among(db: Queryable, positions: Sequence[int]) -> set[int]:
     return {row.position for row in sql_reads.LINEAGE_QUARANTINED_AMONG.among(db, positions)}
 
 
+def erased_among(db: Queryable, positions: Sequence[int]) -> dict[int, int]:
+    """The positions among `positions` whose text an authorized erasure removed, each with
+    the erasure's position."""
+    return {
+        row.position: row.erasure_position
+        for row in sql_knowledge.ERASED_AMONG.among(db, positions)
+    }
+
+
+def erased_positions(db: Queryable) -> set[int]:
+    """Every position whose text an authorized erasure removed."""
+    return {row.position for row in sql_knowledge.ERASED_ALL.rows(db)}
+
+
 def quarantines(db: Queryable) -> list[Quarantine]:
     """Every quarantine that took effect."""
     return sql_knowledge.QUARANTINE_ALL.rows(db)

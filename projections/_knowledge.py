@@ -35,7 +35,7 @@ from eventlog import (
     RecordedEvent,
     Unreadable,
 )
-from eventlog.events import LogMigrated
+from eventlog.events import ContentErased, LogMigrated
 from eventlog.signing import claims_of
 from projections import _conflicts as conflicts
 from projections import _sql_knowledge as sql_knowledge
@@ -67,7 +67,7 @@ class KnowledgeProjector:
     Signatures cover the log's id, so the projector is made for one log."""
 
     name = "knowledge"
-    version = 8
+    version = 9
     tables = sql_knowledge.KNOWLEDGE_TABLES + sql_knowledge.CONFLICT_TABLES
 
     def __init__(self, log_id: str) -> None:
@@ -124,6 +124,9 @@ class KnowledgeProjector:
                             _publish(writer, [approved], admitted=True)
                 case RecallRecorded():
                     pass  # receipts are the receipt and lineage projectors' to fold
+                case ContentErased():
+                    if self._authority.permits_signed(writer, record):
+                        _erase(writer, record.position, payload.positions)
                 case LogMigrated():
                     # What it vouches for is read where it is (`eventlog.migration`); here
                     # an unsigned one in a log with operators is recorded as refused.
@@ -366,6 +369,23 @@ def matching_positions(db: Queryable, position: int, payload: QuarantineApplied)
         where_memory="".join(memory_filters), where_fact="".join(fact_filters)
     )
     return sorted(row.position for row in query.rows(db, params))
+
+
+def _erase(writer: TableWriter, position: int, positions: Sequence[int]) -> None:
+    """Fold an authorized erasure at `position`: the texts of the earlier `positions` leave
+    the read model, and their versions are covered as a quarantine covers them, for good
+    (nothing releases an erasure), so subscribe falls back to the version before."""
+    earlier = sorted({p for p in positions if p < position})
+    writer.executemany(sql_knowledge.ERASURE_INSERT, [(p, position) for p in earlier])
+    for statement in (
+        sql_knowledge.ERASURE_BLANK_MEMORY,
+        sql_knowledge.ERASURE_BLANK_FACT,
+        sql_knowledge.ERASURE_BLANK_HELD,
+    ):
+        writer.executemany(statement, [(p,) for p in earlier])
+    covered = [p for p in earlier if sql_knowledge.ERASURE_PRESENT.exists(writer, (p, p))]
+    writer.executemany(sql_knowledge.QUARANTINE_COVER, [(p, position) for p in covered])
+    _set_quarantined(writer, covered)
 
 
 def _release(writer: TableWriter, position: int, quarantine_position: int) -> None:

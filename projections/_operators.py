@@ -55,6 +55,8 @@ NOT_AN_OPERATOR = "not_an_operator"
 """An `operator_removed` for a key that is not registered, or no longer."""
 LAST_OPERATOR = "last_operator"
 """An `operator_removed` that would leave the log without an operator key."""
+NO_OPERATOR = "no_operator_key"
+"""An erasure in a log with no operator key: destroying a text always needs a signature."""
 
 Standing = Literal["claims", "signed_own", "unsigned"]
 """How an import counts (`Authority.import_standing`)."""
@@ -74,6 +76,13 @@ class Authority:
         """Whether the operator action `record` takes effect; a refusal is recorded."""
         if not sql_knowledge.OPERATOR_ANY.exists(writer):
             return True
+        return self._accepted(writer, record, self.signature_problem(writer, record))
+
+    def permits_signed(self, writer: TableWriter, record: RecordedEvent) -> bool:
+        """Whether the operator action `record` takes effect when it must be signed even in
+        a log with no operator key (an erasure); a refusal is recorded."""
+        if not sql_knowledge.OPERATOR_ANY.exists(writer):
+            return self._accepted(writer, record, NO_OPERATOR)
         return self._accepted(writer, record, self.signature_problem(writer, record))
 
     def import_standing(self, writer: TableWriter, record: RecordedEvent) -> Standing | None:

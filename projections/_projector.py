@@ -7,7 +7,8 @@ catches up; one whose version changed, or whose checkpoint no longer matches the
 dropped and rebuilt from the log.
 
 `Projection` keeps the tables in the log's own SQLite file (`database.in_log_file`), so
-the append, the projectors' rows and their checkpoints commit as one transaction. A log held
+the append, the projectors' rows and their checkpoints commit as one transaction; the log's
+Merkle index (`projections._merkle_index`) is extended there too, every 256 events. A log held
 elsewhere pairs with a local cache database instead (`projections._cache.CacheProjection`):
 the append commits in the log, then the cache folds it and advances its checkpoints; a crash
 in between leaves the cache behind, and the same catch-up repairs it. Both keep the
@@ -24,7 +25,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Protocol
 
 from eventlog import (
@@ -40,12 +41,15 @@ from eventlog import (
     StorageError,
     chain_at,
 )
+from eventlog.backend import ErasingTransaction
 from eventlog.checks import check_finite, check_position
 from eventlog.logs import get_logger
 from eventlog.stored import genesis_of
 from projections import _sql as sql
 from projections._database import Database, in_log_file
 from projections._errors import SyncTimeoutError
+from projections._merkle_index import STEP as MERKLE_STEP
+from projections._merkle_index import IndexTables, MerkleIndex
 from projections._reads import Queryable
 from projections._tables import table_chunks, table_exists
 
@@ -221,6 +225,8 @@ class ProjectedTransaction(Protocol):
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]: ...
 
+    def erase_texts(self, erasure_position: int, positions: Sequence[int]) -> int: ...
+
 
 class LiveReadModel(Protocol):
     """Projectors kept folded up to a log's head: in the log's own file (`Projection`), or in
@@ -283,6 +289,10 @@ class Projection:
         self._db = in_log_file(event_log)
         self._projectors = tuple(projectors)
         self._names = tuple(p.name for p in self._projectors)
+        self._merkle = MerkleIndex(
+            event_log, IndexTables(self._db, read=event_log.snapshot, write=nullcontext)
+        )
+        """The Merkle index beside the tables, extended as appends cross each `MERKLE_STEP`."""
         self._verified: tuple[int, Head] | None = None
         """The file's data version (`PRAGMA data_version`, which only another connection's
         commit changes) and the log's head when the checkpoints were last found current."""
@@ -476,6 +486,8 @@ class Projection:
         if not new:
             return records, before
         advance(self._db, self._projectors, new)
+        if before // MERKLE_STEP != new[-1].position // MERKLE_STEP:
+            self._merkle.follow(new[-1].position)
         if self._verified is not None:
             last = Head(position=new[-1].position, chain_hash=new[-1].chain_hash)
             self._verified = (self._verified[0], last)
@@ -510,6 +522,13 @@ class FileTransaction:
         if self._head is None:
             self._head = self._tx.head().position
         return self._head
+
+    def erase_texts(self, erasure_position: int, positions: Sequence[int]) -> int:
+        """Remove from the log's file the texts the erasure at `erasure_position` names,
+        once folded with effect; return how many were still stored."""
+        if not isinstance(self._tx, ErasingTransaction):
+            raise StorageError("this log cannot remove texts")
+        return self._tx.erase_texts(erasure_position, positions)
 
     def execute(self, statement: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         """Query the read model, caught up to the log first, inside this transaction (a

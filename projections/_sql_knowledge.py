@@ -23,6 +23,7 @@ KNOWLEDGE_TABLES = (
     "fl_unauthorized",
     "fl_import",
     "fl_unreadable",
+    "fl_erasure",
 )
 KNOWLEDGE_DDL = (
     """CREATE TABLE fl_memory (
@@ -123,6 +124,14 @@ KNOWLEDGE_DDL = (
         position INTEGER NOT NULL,
         PRIMARY KEY (identity, signed)
     ) WITHOUT ROWID""",
+    # Positions whose text an authorized erasure removed, and the erasure's position. An
+    # erased version is also covered in `fl_quarantined` by its erasure, which nothing can
+    # release, so every read that skips a quarantined version skips it.
+    """CREATE TABLE fl_erasure (
+        position INTEGER PRIMARY KEY,
+        erasure_position INTEGER NOT NULL
+    )""",
+    "CREATE INDEX fl_erasure_by ON fl_erasure (erasure_position)",
 )
 
 MEMORY_INSERT = (
@@ -243,6 +252,31 @@ QUARANTINE_SET_MEMORY = (
     f"UPDATE fl_memory SET hidden = (hidden & ~{HIDDEN_QUARANTINED}) | ? WHERE id = ?"
 )
 QUARANTINE_SET_FACT = "UPDATE fl_fact SET quarantined = ? WHERE position = ?"
+ERASURE_INSERT = "INSERT OR IGNORE INTO fl_erasure (position, erasure_position) VALUES (?, ?)"
+ERASURE_BLANK_MEMORY = "UPDATE fl_memory SET content = '' WHERE id = ?"
+ERASURE_BLANK_FACT = "UPDATE fl_fact SET value = '' WHERE position = ?"
+ERASURE_BLANK_HELD = (
+    "UPDATE fl_fact_held SET value = '', "
+    "status = CASE WHEN status = 'pending' THEN 'erased' ELSE status END WHERE position = ?"
+)
+ERASURE_PRESENT = Query(
+    "SELECT id AS position FROM fl_memory WHERE id = ? "
+    "UNION SELECT position FROM fl_fact WHERE position = ?",
+    Position,
+)
+
+
+class Erased(Columns, frozen=True):
+    """A position whose text an erasure removed, and the erasure's position."""
+
+    position: int
+    erasure_position: int
+
+
+ERASED_AMONG = Query(
+    "SELECT position, erasure_position FROM fl_erasure WHERE position IN ({marks})", Erased
+)
+ERASED_ALL = Query("SELECT position, erasure_position FROM fl_erasure ORDER BY position", Erased)
 QUARANTINE_CANDIDATES = Query(
     "SELECT id AS position FROM fl_memory WHERE id < ? {where_memory} "
     "UNION SELECT position FROM fl_fact WHERE position < ? {where_fact}",

@@ -25,6 +25,8 @@ UNTAGGED_NOT_TRUSTED = "untagged_not_trusted"
 """Why a row written under no adapter is kept out by a policy that does not trust those."""
 QUARANTINED = "quarantined"
 """Why a row an operator quarantined is kept out (whatever the policy)."""
+ERASED = "erased"
+"""Why a row whose text an operator erased is kept out (whatever the policy): it has none."""
 UNSIGNED_IMPORT = "unsigned_import"
 """Why an import no operator signed is kept out: its writer's claims are only claims."""
 

@@ -4,14 +4,16 @@ Every read path (the prompt, agents' reads over MCP and the command line, `Cross
 judges its rows with `verdicts`, in a snapshot of the live read model, whether it shows only
 what is trusted or every row marked with its verdict. In this order, a row is:
 
-1. `quarantined` when its row says so or an operator's quarantine covers its position now
+1. `erased` when an operator's erasure removed its text (whatever the policy: the read model
+   in the snapshot says so, even for a row read from a past state folded before the erasure);
+2. `quarantined` when its row says so or an operator's quarantine covers its position now
    (whatever the policy: a quarantine is not a matter of trust);
-2. kept out by the policy for the adapter it was written under
+3. kept out by the policy for the adapter it was written under
    (`MemoryTrustPolicy.refusal`: `untrusted_adapter`, `untagged_not_trusted`, and
    `unsigned_import` for an import no operator signed);
-3. `read_model_mismatch` when it is a memory entry its event does not bear out
+4. `read_model_mismatch` when it is a memory entry its event does not bear out
    (`projections._drift`);
-4. `tainted` when a source upstream of it is any of these (`projections._taint`), naming that
+5. `tainted` when a source upstream of it is any of these (`projections._taint`), naming that
    source;
 
 and `trusted` otherwise.
@@ -23,12 +25,13 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from eventlog import Exclusion
+from projections import _sql_knowledge as sql_knowledge
 from projections import _sql_reads as sql_reads
 from projections._drift import READ_MODEL_MISMATCH, unconfirmed_entries
 from projections._entries import MemoryEntry
 from projections._projector import ReadModelSnapshot
 from projections._taint import TAINTED, taint
-from projections._trust import QUARANTINED, TRUSTED, MemoryTrustPolicy
+from projections._trust import ERASED, QUARANTINED, TRUSTED, MemoryTrustPolicy
 
 
 class Judged(NamedTuple):
@@ -50,8 +53,11 @@ def verdicts(
     are tried)."""
     positions = sorted({row.position for row in rows})
     quarantined = {r.position for r in sql_reads.LINEAGE_QUARANTINED_AMONG.among(snap, positions)}
+    erased = {r.position for r in sql_knowledge.ERASED_AMONG.among(snap, positions)}
     reasons = [
-        QUARANTINED
+        ERASED
+        if row.position in erased
+        else QUARANTINED
         if row.quarantined or row.position in quarantined
         else policy.refusal(
             row.source_adapter, unsigned_import=row.entry is not None and row.entry.unsigned_import

@@ -32,6 +32,13 @@ from projections._comparison import (
 from projections._database import (
     ScratchDatabase,
 )
+from projections._erasures import (
+    ErasureVerdict,
+    judge_erasures,
+)
+from projections._errors import (
+    MerkleIndexError,
+)
 from projections._knowledge import (
     Identity,
     KnowledgeProjector,
@@ -44,6 +51,16 @@ from projections._legacy import (
     holds_legacy_table,
     legacy_events,
     legacy_identity,
+)
+from projections._merkle_index import (
+    IndexTables,
+    MerkleIndex,
+)
+from projections._merkle_index import (
+    in_cache as index_in_cache,
+)
+from projections._merkle_index import (
+    in_log_file as index_in_log_file,
 )
 from projections._projector import (
     LiveReadModel,
@@ -86,11 +103,15 @@ __all__ = [
     "MEMORY_TYPES",
     "SCOPES",
     "DriftReport",
+    "ErasureVerdict",
     "Identity",
+    "IndexTables",
     "KnowledgeProjector",
     "LegacyFile",
     "LiveReadModel",
     "MemoryType",
+    "MerkleIndex",
+    "MerkleIndexError",
     "ProjectedTransaction",
     "Projection",
     "Projector",
@@ -116,7 +137,10 @@ __all__ = [
     "fact_identity",
     "fold",
     "holds_legacy_table",
+    "index_in_cache",
+    "index_in_log_file",
     "inquiries",
+    "judge_erasures",
     "legacy_events",
     "legacy_identity",
     "lineage",

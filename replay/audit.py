@@ -33,16 +33,18 @@ from eventlog import (
     SQLiteEventLog,
     StoredRow,
 )
+from eventlog.merkle import CompactRange
 from eventlog.stored import genesis_of
-from eventlog.verify import UNREADABLE, Finding
+from eventlog.verify import Finding
 from projections.internal import (
     DriftReport,
+    ErasureVerdict,
     cache_hint,
     checkpoint_drift,
+    judge_erasures,
     read_model_drift,
 )
 from replay.checkpoints import Checkpoint
-from replay.merkle import CompactRange
 from replay.migrate import previous_problem
 
 if TYPE_CHECKING:
@@ -99,8 +101,12 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...] = ()
     """Rows that link but were read on: `unreadable` ones (this version cannot decode them;
     they change nothing, and the log still verifies), and texts that do not match their
-    `content_hash` (`mismatch`) or are not stored (`absent`), which fail it. Each names its
-    position and the writer its body claims; the first `MAX_LISTED` of each kind."""
+    `content_hash` (`mismatch`) or are not stored (`absent`) where no erasure in force names
+    them, which fail it. Each names its position and the writer its body claims; the first
+    `MAX_LISTED` of each kind."""
+    erasures: list[ErasureVerdict] = msgspec.field(default_factory=list)
+    """Every erasure in the log: the positions it names, its key and reason, and whether it
+    took effect. A text an authorized erasure names may be absent; the log still verifies."""
 
 
 def verify(
@@ -146,7 +152,9 @@ def verify(
     tree_size = min(checkpoint.size, head) if checkpoint is not None else 0
     walked = _walk(event_log, report, tree_size, progress)
     verdict = msgspec.structs.replace(
-        _judge(report, walked, checkpoint, tree_size), findings=walked.findings
+        _judge(report, walked, checkpoint, tree_size),
+        findings=walked.findings,
+        erasures=list(walked.erasures),
     )
     if verdict.ok and previous is not None:
         problem = previous_problem(ledger, previous)
@@ -266,14 +274,14 @@ def _judge(
             walked.failure.reason,
             first_bad=walked.failure.position,
         )
-    text = next((f for f in walked.findings if f.problem != UNREADABLE), None)
-    if text is not None:  # fails closed until an erasure event makes an absent text lawful
+    if walked.text_problem is not None:  # an absent text is lawful only where erased
+        position, reason = walked.text_problem
         return report.failed(
             walked.position,
             walked.chain_value,
             AuditProblem.CONTENT_MISMATCH,
-            f"content changed at position {text.position}: {text.reason}",
-            first_bad=text.position,
+            f"content changed at position {position}: {reason}",
+            first_bad=position,
         )
     if checkpoint is not None:
         if report.head < checkpoint.size:
@@ -339,7 +347,11 @@ class _Walked(NamedTuple):
     checkpoint_chain: bytes
     """The chain value at the checkpoint's size."""
     findings: tuple[Finding, ...]
-    """Rows read on: unreadable, or whose text does not match."""
+    """Rows read on: unreadable, or whose text does not match (erased ones left out)."""
+    erasures: tuple[ErasureVerdict, ...] = ()
+    text_problem: tuple[int, str] | None = None
+    """The first text that fails the log: one that does not match, or is absent where no
+    erasure in force names it."""
 
 
 def _walk(
@@ -366,8 +378,36 @@ def _walk(
     except ChainBreak as brk:
         found = tuple(walker.findings)
         return _Walked(walker.position, walker.chain_value, brk, tree, checkpoint_chain, found)
-    found = tuple(walker.findings)
-    return _Walked(walker.position, walker.chain_value, None, tree, checkpoint_chain, found)
+    erasures = tuple(
+        judge_erasures(event_log.log_id, (event_log.event_at(p) for p in walker.authority_rows))
+    )
+    erased = {p for e in erasures if e.authorized for p in e.positions}
+    unlawful = next((p for p in walker.absent if p not in erased), None)
+    problems = [
+        (p, reason)
+        for p, reason in (
+            (unlawful, _ABSENT),
+            (walker.first_mismatch, _MISMATCH),
+        )
+        if p is not None
+    ]
+    found = tuple(
+        f for f in walker.findings if not (f.problem == "absent" and f.position in erased)
+    )
+    return _Walked(
+        walker.position,
+        walker.chain_value,
+        None,
+        tree,
+        checkpoint_chain,
+        found,
+        erasures,
+        min(problems) if problems else None,
+    )
+
+
+_ABSENT = "no text is stored beside the event, and no erasure in force names it"
+_MISMATCH = "the text stored beside the event does not match its content_hash"
 
 
 def _batches(head: int, tree_size: int) -> Iterator[tuple[int, int]]:

@@ -26,7 +26,7 @@ from eventlog import (
     Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position, check_positions
-from eventlog.events import LogMigrated, RecordedPayload
+from eventlog.events import ContentErased, LogMigrated, RecordedPayload
 from eventlog.signing import authorization_of, claims_of
 from projections.internal import (
     conflicts,
@@ -36,6 +36,7 @@ from projections.internal import (
     lineage as graph,
 )
 from replay.conflicts import HeldVersion, held_version
+from replay.erased import ErasedBy, erased_by
 from replay.lineage import Descendant, descendant_levels
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ class SuspectEvent(msgspec.Struct, frozen=True, kw_only=True):
     """For an import: what the legacy row said about itself, kept as claims. The producer,
     adapter, run and time above are the importer's; the claims count only for an import an
     operator signed (`signed_by`)."""
+    erased: ErasedBy | None = None
+    """The erasure that removed its text, if one did (its position, key and reason)."""
 
 
 class SuspectReceipt(msgspec.Struct, frozen=True, kw_only=True):
@@ -148,7 +151,9 @@ class BlastSummary(msgspec.Struct, frozen=True, kw_only=True):
     descendants: int
     """Writes derived from them, at every level followed."""
     quarantined: int
-    """Of the suspect's events, those a quarantine now covers."""
+    """Of the suspect's events, those a quarantine now covers (erased ones included)."""
+    erased: int = 0
+    """Of the suspect's events, those whose text an erasure removed."""
 
 
 class BlastRadius(msgspec.Struct, frozen=True, kw_only=True):
@@ -224,7 +229,11 @@ def blast_radius(
             row.position: row.reason
             for row in inquiries.unauthorized(model, [r.position for r, _ in found])
         }
-        events = [_suspect(r, subject, refused.get(r.position)) for r, subject in found]
+        erased = erased_by(snap, model, [r.position for r, _ in found])
+        events = [
+            _suspect(r, subject, refused.get(r.position), erased.get(r.position))
+            for r, subject in found
+        ]
         suspects = [e.position for e in events]
         suspect_set = set(suspects)
         touching = inquiries.receipts_touching(model, suspects)
@@ -238,6 +247,7 @@ def blast_radius(
             prompts_reached=len({e.receipt_position for e in exposed}),
             descendants=sum(len(level) for level in descendants),
             quarantined=len(inquiries.quarantined_among(model, suspects)),
+            erased=len(erased),
         )
         return BlastRadius(
             source_adapter=adapter,
@@ -268,7 +278,9 @@ def blast_radius(
         )
 
 
-def _suspect(record: RecordedEvent, subject: str, refused: str | None) -> SuspectEvent:
+def _suspect(
+    record: RecordedEvent, subject: str, refused: str | None, erased: ErasedBy | None
+) -> SuspectEvent:
     signature = authorization_of(record.payload)
     return SuspectEvent(
         position=record.position,
@@ -282,6 +294,7 @@ def _suspect(record: RecordedEvent, subject: str, refused: str | None) -> Suspec
         signed_by=None if signature is None else signature.key_id,
         unauthorized=refused,
         claims=claims_of(record.payload),
+        erased=erased,
     )
 
 
@@ -339,6 +352,11 @@ def event_subject(payload: RecordedPayload) -> str | None:
             return (
                 f"migration of the {payload.previous_size} events of log "
                 f"{payload.previous_log_id}, signed by {payload.key_id} ({payload.name})"
+            )
+        case ContentErased():
+            count = len(payload.positions)
+            return f"erasure of the text{'s' if count != 1 else ''} at {count} position" + (
+                "s" if count != 1 else ""
             )
         case Unreadable():
             return "unreadable row: " + payload.reason

@@ -6,7 +6,8 @@ host's cache caught up, the file's tables when current, else a fold in memory), 
 always describe the whole log. `diff` folds the log up to both points. Nothing is written.
 `history` also lists the quarantines and releases that touch the versions it shows, each
 marked as having taken effect or not (an operator action the log's operators did not sign
-is unauthorized).
+is unauthorized). A version whose text an operator erased shows as `erased`, with the
+erasure that removed it and never a value (`replay.erased`); `diff` marks such a value too.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from eventlog import (
     Unreadable,
 )
 from eventlog.checks import check_optional_identifier, check_position
-from eventlog.events import LogMigrated
+from eventlog.events import ContentErased, LogMigrated
 from eventlog.signing import authorization_of
 from projections.internal import (
     Identity,
@@ -53,11 +54,12 @@ from projections.internal import (
     matching_positions,
 )
 from replay.conflicts import HeldVersion, held_version
+from replay.erased import ErasedBy, erased_by
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
 
-Status = Literal["current", "superseded", "quarantined"]
+Status = Literal["current", "superseded", "quarantined", "erased"]
 Change = Literal["added", "changed", "removed"]
 
 
@@ -71,13 +73,16 @@ class FactVersion(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str | None
     tag: str
     key: str
-    value: str
+    value: str | None
+    """None when erased (`erased` says by whom and why)."""
     content_hash: str
     producer_task_id: str
     source_adapter: str | None
     replaced_position: int | None
     """The version that was current when this one was published."""
     status: Status
+    erased: ErasedBy | None = None
+    """The erasure that removed its text, if one did."""
 
 
 class OperatorAction(msgspec.Struct, frozen=True, kw_only=True):
@@ -162,7 +167,9 @@ class FactChange(msgspec.Struct, frozen=True, kw_only=True):
     tag: str
     key: str
     old_value: str | None
+    """None when there is no old value, or it was erased since (`old_erased`)."""
     new_value: str | None
+    """None when there is no new value, or it was erased since (`new_erased`)."""
     old_position: int | None
     new_position: int | None
     old_source_adapter: str | None
@@ -177,6 +184,10 @@ class FactChange(msgspec.Struct, frozen=True, kw_only=True):
     by_producer_task_id: str
     by_source_adapter: str | None
     by_ts_ns: int
+    old_erased: ErasedBy | None = None
+    """The erasure that removed the old value's text since, if one did."""
+    new_erased: ErasedBy | None = None
+    """The erasure that removed the new value's text since, if one did."""
 
 
 class FactDiff(msgspec.Struct, frozen=True, kw_only=True):
@@ -206,7 +217,10 @@ def history(
     with ledger.at_head([KnowledgeProjector(ledger.log_id)]) as (snap, model):
         rows = inquiries.fact_versions(model, **filters)
         event_ids = _event_ids(snap, [row.position for row in rows])
-        versions = [_version(row, event_ids[row.position]) for row in rows]
+        erased = erased_by(snap, model, [row.position for row in rows])
+        versions = [
+            _version(row, event_ids[row.position], erased.get(row.position)) for row in rows
+        ]
         actions = _actions(snap, model, {row.position for row in rows})
         held = [held_version(row) for row in conflicts.held_matching(model, **filters)]
         return FactHistory(
@@ -267,7 +281,9 @@ def diff(
     tag: str | None = None,
 ) -> FactDiff:
     """Facts whose current version differs between the state right after `from_position` and
-    right after `to_position` (optionally under one tag), with the event responsible for each."""
+    right after `to_position` (optionally under one tag), with the event responsible for each.
+    A value erased since (as of the log's head, even when erased after `to_position`) is
+    shown as erased, never as its text."""
     start = check_position("from_position", from_position)
     end = check_position("to_position", to_position)
     wanted = None if tag is None else check_tag(tag)
@@ -292,6 +308,7 @@ def diff(
         for identity in sorted(before.keys() | after.keys())
         if before.get(identity) != after.get(identity) and wanted in (None, identity[2])
     ]
+    changes = _erasures_marked(ledger, changes)
     return FactDiff(
         from_position=start,
         to_position=end,
@@ -353,6 +370,7 @@ def _actions(snap: LogSnapshot, model: Queryable, shown: set[int]) -> list[Opera
                 | FactApproved()
                 | FactRejected()
                 | LogMigrated()
+                | ContentErased()
                 | Unreadable()
             ):
                 continue
@@ -391,9 +409,39 @@ def _action(
     )
 
 
-def _version(row: inquiries.Version, event_id: str) -> FactVersion:
+def _erasures_marked(ledger: Ledger, changes: list[FactChange]) -> list[FactChange]:
+    """`changes`, each value erased as of the log's head marked so and shown as None."""
+    sides = {p for c in changes for p in (c.old_position, c.new_position) if p is not None}
+    if not sides:
+        return changes
+    with ledger.at_head([KnowledgeProjector(ledger.log_id)]) as (snap, model):
+        erased = erased_by(snap, model, sides)
+    return [_marked(change, erased) for change in changes]
+
+
+def _marked(change: FactChange, erased: dict[int, ErasedBy]) -> FactChange:
+    old = None if change.old_position is None else erased.get(change.old_position)
+    new = None if change.new_position is None else erased.get(change.new_position)
+    if old is None and new is None:
+        return change
+    return msgspec.structs.replace(
+        change,
+        old_value=None if old is not None else change.old_value,
+        new_value=None if new is not None else change.new_value,
+        old_erased=old,
+        new_erased=new,
+    )
+
+
+def _version(row: inquiries.Version, event_id: str, erased: ErasedBy | None) -> FactVersion:
     status: Status = (
-        "current" if row.is_current else "quarantined" if row.quarantined else "superseded"
+        "erased"
+        if erased is not None
+        else "current"
+        if row.is_current
+        else "quarantined"
+        if row.quarantined
+        else "superseded"
     )
     return FactVersion(
         position=row.position,
@@ -403,12 +451,13 @@ def _version(row: inquiries.Version, event_id: str) -> FactVersion:
         run_id=row.run_id,
         tag=row.tag,
         key=row.key,
-        value=row.value,
+        value=None if erased is not None else row.value,
         content_hash=row.content_hash,
         producer_task_id=row.producer_task_id,
         source_adapter=row.source_adapter,
         replaced_position=row.replaced_position,
         status=status,
+        erased=erased,
     )
 
 
@@ -449,7 +498,13 @@ def _fold_noting_causes(
                     | Unreadable()
                 ):
                     batch.append(record)
-                case QuarantineApplied() | QuarantineReleased() | FactApproved() | FactRejected():
+                case (
+                    QuarantineApplied()
+                    | QuarantineReleased()
+                    | FactApproved()
+                    | FactRejected()
+                    | ContentErased()
+                ):
                     fold_batch()
                     before = _current(scratch)
                     projector.apply(scratch, [record])

@@ -24,18 +24,22 @@ from typing import Concatenate, ParamSpec, TypeVar
 from eventlog import EventLog, InvalidTypeError, LogSnapshot, open_log
 from eventlog.checks import check_path, is_dsn
 from projections.internal import (
+    IndexTables,
     LiveReadModel,
     ProjectedTransaction,
     Projector,
     Queryable,
     check_cache,
     default_projectors,
+    index_in_cache,
+    index_in_log_file,
     open_read_model,
     read_model_at_head,
 )
 from replay.audit import verify
 from replay.checkpoints import Checkpoint
 from replay.conflicts import approve, reject, set_conflict_policy
+from replay.erasure import erase
 from replay.errors import LedgerClosedError, ReadOnlyLedgerError
 from replay.forensics import blast_radius
 from replay.history import blame, diff, history
@@ -81,7 +85,7 @@ class Ledger:
         self._cache = cache
         self._read_only = read_only
         self._model: LiveReadModel | None = None
-        self._prover = Prover(event_log)
+        self._kept_prover: Prover | None = None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -187,10 +191,32 @@ class Ledger:
 
     # -- checkpoints and proofs, from the Prover it keeps -------------------------------------
 
+    @property
+    def _prover(self) -> Prover:
+        """The `Prover` this ledger keeps, made on first use with the Merkle index kept
+        beside the read model: in a log file (written only when opened for writing), or in
+        this host's cache (then caught up first); a log in PostgreSQL read without a cache
+        keeps it in memory."""
+        with self._lock:
+            prover = self._kept_prover
+        if prover is None:
+            tables: IndexTables | None = None
+            if not self._remote:
+                tables = index_in_log_file(self._log, writable=not self._read_only)
+            elif self._cache is not None:
+                tables = index_in_cache(self.read_model.database)
+            with self._lock:
+                if self._kept_prover is None:
+                    self._kept_prover = Prover(self._log, tables)
+                prover = self._kept_prover
+        return prover
+
     def checkpoint(self, *, key: KeySource | None = None) -> Checkpoint:
         """A checkpoint of the log at its head now, signed if `key` (an operator key or its
-        file) is given. The first checkpoint or proof walks and verifies the log (a row that
-        fails raises `CorruptLogError`); later ones walk only what was appended since."""
+        file) is given. The first checkpoint walks and verifies the log (a row that fails
+        raises `CorruptLogError`); later ones walk only what was appended since. A proof
+        reads the Merkle index kept beside the read model instead, checked against the
+        checkpoint (`replay.proofs.Prover`)."""
         self.require_open()
         return self._prover.checkpoint(key=key)
 
@@ -223,6 +249,7 @@ class Ledger:
     remove_operator = operator_action(remove_operator)
     quarantine = operator_action(quarantine)
     release = operator_action(release)
+    erase = operator_action(erase)
     set_conflict_policy = operator_action(set_conflict_policy)
     approve = operator_action(approve)
     reject = operator_action(reject)

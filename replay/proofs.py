@@ -1,8 +1,11 @@
 """Inclusion and consistency proofs against checkpoints (RFC 6962/9162), and their checks.
 
-A `Prover` proves from an open log and a Merkle index it keeps in memory (see
-`replay.merkle_index`); it only reads the log, and refuses a checkpoint the log no longer
-matches. A `Ledger` keeps one.
+A `Prover` proves from an open log and its Merkle index (`projections.internal.MerkleIndex`:
+kept beside the read model, or in memory); it only reads the log, and refuses a checkpoint
+the log no longer matches. It checks every proof against the checkpoint before returning it:
+one made from a kept index that does not verify (an index edited by hand) makes it rebuild
+the index from the log and prove again, and one that still does not is refused. A `Ledger`
+keeps one.
 Checking needs no log at all: only the proof, the checkpoint(s) and, for inclusion, the event
 or its leaf hash. A check fails closed: a malformed or tampered proof gives False; only
 arguments of the wrong type raise.
@@ -13,10 +16,13 @@ from __future__ import annotations
 import hmac
 import re
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import msgspec
 
 from eventlog import (
+    CorruptLogError,
     Envelope,
     EventLog,
     InvalidInputError,
@@ -26,15 +32,15 @@ from eventlog import (
 from eventlog.chain import HASH_SIZE, ChainScheme
 from eventlog.checks import check_position
 from eventlog.codec import encode_body
-from replay.checkpoints import Checkpoint
-from replay.keys import KeySource, operator_key
-from replay.merkle import (
+from eventlog.merkle import (
     consistency_spans,
     inclusion_spans,
     root_from_inclusion,
     roots_from_consistency,
 )
-from replay.merkle_index import MerkleIndex
+from projections.internal import IndexTables, MerkleIndex, MerkleIndexError
+from replay.checkpoints import Checkpoint
+from replay.keys import KeySource, operator_key
 
 MAX_PATH = 64
 """No tree of 2**63 leaves or fewer needs a longer path."""
@@ -65,17 +71,25 @@ class ConsistencyProof(msgspec.Struct, frozen=True, kw_only=True):
     """Hex subtree hashes (RFC 6962 PROOF)."""
 
 
-class Prover:
-    """Proofs and checkpoints for one open log, from a Merkle index kept in memory.
+P = TypeVar("P", InclusionProof, ConsistencyProof)
 
-    Create it once per log and keep it, as tessera's proof builder: its first use walks and
-    verifies the rows it needs; later uses walk only the rows appended since, and a proof
-    then reads a tile of rows. It never writes the log, so open the log read-only. If the
-    history it walked is rewritten, it starts over. Safe to share between threads.
+
+class Prover:
+    """Proofs and checkpoints for one open log, from its Merkle index.
+
+    Create it once per log and keep it, as tessera's proof builder. With `tables` (where the
+    index is kept: beside the read model, `projections.internal.MerkleIndex`) a fresh
+    prover reads the index kept there and walks only the rows appended since; without, its
+    first use walks and verifies the rows it needs, and later uses only those appended
+    since. A proof then reads a few hashes and a tile of rows, and is checked against its
+    checkpoint before it is returned. A checkpoint is taken only from subtrees this prover
+    hashed itself (the first walks the log). It never writes the log, so open the log
+    read-only. If the history it walked is rewritten, it starts over. Safe to share between
+    threads.
     """
 
-    def __init__(self, event_log: EventLog) -> None:
-        self._index = MerkleIndex(event_log)
+    def __init__(self, event_log: EventLog, tables: IndexTables | None = None) -> None:
+        self._index = MerkleIndex(event_log, tables)
         self._lock = threading.Lock()
 
     @property
@@ -88,9 +102,12 @@ class Prover:
         file) is given."""
         signer = None if key is None else operator_key(key)
         with self._lock:
-            head = self._index.refresh()
-            self._index.extend(head)
-            root, chain_value = self._index.tip(head)
+            index = self._index
+            head = index.refresh()
+            if not index.walked:
+                index.reset()
+            index.extend(head)
+            root, chain_value = index.tip(head)
         taken = Checkpoint(
             log_id=self.log.log_id,
             size=head,
@@ -110,16 +127,24 @@ class Prover:
             )
         size = checkpoint.size
         spans = [(position - 1, position), *inclusion_spans(position - 1, size)]
-        with self._lock:
+
+        def prove() -> InclusionProof:
             self._prepare(checkpoint)
             leaf, *path = self._index.span_hashes(spans, size)
-        return InclusionProof(
-            log_id=checkpoint.log_id,
-            position=position,
-            size=size,
-            leaf_hash=leaf.hex(),
-            path=tuple(node.hex() for node in path),
-        )
+            return InclusionProof(
+                log_id=checkpoint.log_id,
+                position=position,
+                size=size,
+                leaf_hash=leaf.hex(),
+                path=tuple(node.hex() for node in path),
+            )
+
+        with self._lock:
+            return self._checked(
+                prove,
+                lambda proof: verify_inclusion(proof, proof.leaf_hash, checkpoint),
+                [checkpoint],
+            )
 
     def prove_consistency(self, old: Checkpoint, new: Checkpoint) -> ConsistencyProof:
         """Prove that the log as `new` describes it extends the log as `old` described it."""
@@ -132,23 +157,53 @@ class Prover:
                 f"the old checkpoint (size {old.size}) is larger than the new one (size {new.size})"
             )
         spans = consistency_spans(old.size, new.size) if 0 < old.size < new.size else []
-        with self._lock:
+
+        def prove() -> ConsistencyProof:
             self._prepare(new)
             _require_chain(self._index, old)
-            old_root, new_root, *path = self._index.span_hashes(
-                [(0, old.size), (0, new.size), *spans], new.size
+            path = self._index.span_hashes(spans, new.size)
+            return ConsistencyProof(
+                log_id=new.log_id,
+                old_size=old.size,
+                new_size=new.size,
+                path=tuple(node.hex() for node in path),
             )
-        for taken, root in ((old, old_root), (new, new_root)):
-            if not hmac.compare_digest(root, taken.root):
+
+        with self._lock:
+            return self._checked(
+                prove, lambda proof: verify_consistency(proof, old, new), [old, new]
+            )
+
+    def _checked(
+        self, prove: Callable[[], P], holds: Callable[[P], bool], checkpoints: list[Checkpoint]
+    ) -> P:
+        """`prove()`, returned only if it `holds` against its checkpoints. A proof made from
+        an index read from its tables that fails (or a kept subtree that is damaged) makes
+        the index start over from the log, and the proof is made once more."""
+        index = self._index
+        for _ in range(2):
+            try:
+                proof = prove()
+            except (CorruptLogError, MerkleIndexError):
+                if index.walked:
+                    raise
+                index.start_over("a subtree of the kept index does not match the log's rows")
+                continue
+            if holds(proof):
+                return proof
+            if index.walked:
+                break
+            index.start_over("a proof from the kept index does not verify against the checkpoint")
+        roots = index.span_hashes([(0, c.size) for c in checkpoints], checkpoints[-1].size)
+        for taken, found in zip(checkpoints, roots, strict=True):
+            if not hmac.compare_digest(found, taken.root):
                 raise InvalidInputError(
                     f"the Merkle root at size {taken.size} differs from the checkpoint's "
                     "although its chain hash matches: the checkpoint was not taken from this log"
                 )
-        return ConsistencyProof(
-            log_id=new.log_id,
-            old_size=old.size,
-            new_size=new.size,
-            path=tuple(node.hex() for node in path),
+        raise CorruptLogError(
+            "the proof made from the log does not verify against the checkpoint; run verify",
+            position=checkpoints[-1].size,
         )
 
     def _prepare(self, checkpoint: Checkpoint) -> None:
@@ -230,7 +285,7 @@ def _require_chain(index: MerkleIndex, checkpoint: Checkpoint) -> None:
     """Refuse to prove anything against a checkpoint whose chain hash the log no longer has.
 
     The chain hash covers every leaf up to the checkpoint's size, so a rewrite changes it;
-    a checkpoint whose root is wrong for its chain hash gets proofs that do not verify.
+    a checkpoint whose root is wrong for its chain hash is refused when the proof is checked.
     """
     size = checkpoint.size
     if not hmac.compare_digest(index.stored_chain(size) or "", checkpoint.chain_hash):

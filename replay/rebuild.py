@@ -6,7 +6,8 @@ snapshot of the log and the shadow is folded up to exactly that snapshot's head;
 table is digested on both sides, a chunk at a time. With `swap=True`, one write transaction
 of the log (`Projection.replace`) recreates the live tables, copies the shadow's rows in,
 folds whatever was appended since the comparison, and resets every projector's checkpoint:
-no append is lost, and no reader ever sees a half-swapped read model.
+no append is lost, and no reader ever sees a half-swapped read model. A swap also rebuilds
+the log's Merkle index kept beside the read model from the log (`projections.internal.MerkleIndex`).
 
 A host's cache of a log held elsewhere is rebuilt alike, into a fresh cache file beside it:
 the shadow folds the log's events only once their chain links (`projections.linked_events`)
@@ -34,6 +35,7 @@ from eventlog import (
 )
 from eventlog.logs import get_logger
 from projections.internal import (
+    MerkleIndex,
     Projection,
     Projector,
     ScratchDatabase,
@@ -41,6 +43,8 @@ from projections.internal import (
     batches,
     compare_tables,
     default_projectors,
+    index_in_cache,
+    index_in_log_file,
     linked_events,
     table_digests,
 )
@@ -89,6 +93,8 @@ def rebuild(
         head, live, tables, swapped_at = _rebuild_file(ledger, swap, progress)
     else:
         head, live, tables, swapped_at = _rebuild_cache(ledger, ledger.cache, swap, progress)
+    if swapped_at is not None:
+        _rebuild_merkle_index(ledger, swapped_at)
     seconds = time.perf_counter() - start
     if swapped_at is not None:
         meanwhile = swapped_at - head.position
@@ -154,6 +160,18 @@ def _rebuild_cache(ledger: Ledger, cache: str, swap: bool, progress: Progress | 
         tables = compare_tables(live.digests, shadow, _tables(projectors))
         swapped_at = model.replace(shadow, head) if swap else None
     return head, live, tables, swapped_at
+
+
+def _rebuild_merkle_index(ledger: Ledger, head: int) -> None:
+    """Rebuild the Merkle index kept beside the read model from the log, up to `head`."""
+    event_log = ledger.event_log
+    if ledger.cache is None:
+        tables = index_in_log_file(event_log, writable=True)
+    else:
+        tables = index_in_cache(ledger.read_model.database)
+    index = MerkleIndex(event_log, tables)
+    index.reset()
+    index.extend(head)
 
 
 class _Live(msgspec.Struct, frozen=True, kw_only=True):

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 EXPORT_FORMAT = "factledger-export/2"
 Progress = Callable[[int, int], None]
+ERASED = "erased"
+"""The `text_state` of a text an authorized erasure removed."""
 IMPORTER = Actor(producer_task_id="import-legacy")
 
 
@@ -76,6 +78,8 @@ class ExportedEvent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     salt: str | None = None
     """Format 2: the hex salt keying `content_hash` (none when no text is stored)."""
     text_state: str = "intact"
+    """`intact`, or why no text is given: `erased` (an authorized erasure removed it),
+    `absent` or `mismatch` (as `verify` finds them)."""
     fields: EventFields | None = None
 
 
@@ -120,6 +124,8 @@ def export_log(
         head_chain_hash=head.chain_hash,
     )
     out.write(_ENCODER.encode(header).decode() + "\n")
+    with ledger.at_head() as (_, model):
+        erased = inquiries.erased_positions(model)
     for row in log.scan(until=head.position):
         record = read_row(row, log.log_format) if fields or row.salt is not None else None
         intact = record is not None and record.text_state == "intact"
@@ -132,7 +138,11 @@ def export_log(
                 else None
             ),
             salt=None if row.salt is None else row.salt.hex(),
-            text_state="intact" if record is None else record.text_state,
+            text_state=ERASED
+            if row.position in erased and row.salt is None
+            else "intact"
+            if record is None
+            else record.text_state,
             fields=None if not fields or record is None else _fields(record),
         )
         out.write(_ENCODER.encode(line).decode() + "\n")

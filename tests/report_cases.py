@@ -1,5 +1,6 @@
-"""Incidents the report's tests render: an ordinary one (`tests.bench.incident`) and one
-whose writer and whose operator wrote markup, script, URLs and bidi controls."""
+"""Incidents the report's tests render: an ordinary one (`tests.bench.incident`), one
+whose writer and whose operator wrote markup, script, URLs and bidi controls, and one whose
+operator erased a suspect write and what was derived from it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from projections import CrossTaskKB, MemoryTrustPolicy, SQLiteMemoryStore, recall_memory
 from replay import Ledger, generate_key, init_log, read_operator_key
+from tests.bench.incident import write_incident
 
 HOSTILE_KEYS = (
     "<script>document.title='pwned';window.pwned=1</script>",
@@ -39,3 +41,19 @@ def write_hostile_incident(path: Path, key_path: Path) -> None:
         )
     with Ledger.open(path, read_only=False) as ledger:
         ledger.quarantine(source_adapter="evil", reason=HOSTILE_REASON, key=key)
+
+
+ERASED_REASON = "leaked token in the api schema"
+
+
+def write_erased_incident(path: Path, key_path: Path) -> int:
+    """The ordinary incident (`tests.bench.incident`, 10 suspect events) with an operator key
+    at `key_path`, whose suspect fact version (position 2) an operator erased with what was
+    derived from it; return the erasure's position."""
+    write_incident(path, 10)
+    generate_key(key_path)
+    key = read_operator_key(key_path)
+    with Ledger.open(path, read_only=False) as ledger:
+        ledger.add_operator(key.public, key=key)
+        done = ledger.erase([2], reason=ERASED_REASON, key=key, descendants="erase")
+    return done.position

@@ -13,6 +13,7 @@ from eventlog import InvalidInputError
 from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
 from replay.cli.files import replacing
+from replay.cli.masking import raw_option, shown
 from replay.cli.params import ENTRY_ID, LIMIT, NAME, POSITION
 from replay.ledger import Ledger
 
@@ -50,6 +51,7 @@ def needs_suspect(command: str, *given: object) -> None:
 @click.option(
     "--depth", type=click.IntRange(min=1), help="follow descendants this many levels (default: all)"
 )
+@raw_option
 @click.pass_obj
 def blast_radius_(
     session: Session,
@@ -60,8 +62,10 @@ def blast_radius_(
     since: int | None,
     limit: int,
     depth: int | None,
+    raw: bool,
 ) -> int:
-    """What a suspect wrote, what is live, and which prompts it reached.
+    """What a suspect wrote, what is live, and which prompts it reached; personal data (in
+    keys, tags and ids) masked unless --raw.
 
     Each list shows its first --limit rows; stderr says which lists were cut.
     """
@@ -76,7 +80,7 @@ def blast_radius_(
             since_position=since,
             depth=depth,
         )
-    session.emit_cut(radius, limit)
+    session.emit_cut(shown(radius, raw), limit)
     return EXIT_OK
 
 

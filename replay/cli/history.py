@@ -25,6 +25,7 @@ from projections.internal import (
     reading,
 )
 from replay.cli.app import EXIT_OK, Session, app
+from replay.cli.masking import raw_option, shown
 from replay.cli.memory import (
     ENTRY_COLUMNS,
     FACT_COLUMNS,
@@ -34,8 +35,11 @@ from replay.cli.memory import (
     scope_option,
 )
 from replay.cli.params import LIMIT, NAME, POSITION, TAG
+from replay.erased import ErasedBy, erased_by
 from replay.trusted import trusted_blame, trusted_diff, trusted_history
 
+ERASED = "erased"
+"""The column naming the erasure that removed a row's text since."""
 any_scope_option = click.option("--scope", type=click.Choice(sorted(SCOPES)), help="any if unset")
 
 
@@ -61,6 +65,7 @@ def time_ns(ctx: click.Context, param: click.Parameter, value: str | None) -> in
     "--limit", type=LIMIT, default=100, show_default=True, help="show the newest this many"
 )
 @all_option
+@raw_option
 @click.pass_obj
 def history_(
     session: Session,
@@ -70,8 +75,10 @@ def history_(
     run: str | None,
     limit: int,
     show_all: bool,
+    raw: bool,
 ) -> int:
-    """Every version of one fact or of all facts, with provenance and trust.
+    """Every version of one fact or of all facts, with provenance and trust; personal data
+    masked unless --raw.
 
     An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the versions its
     trust policy trusts (none tainted or quarantined), and is told on stderr how many were
@@ -84,7 +91,7 @@ def history_(
     with reader.judging_store() as store:
         how = reader.reading(store, show_all)
         marked = trusted_history(found, store, how, tags=_tags(tag))
-    session.emit_cut(marked, limit, newest=("versions",))
+    session.emit_cut(shown(marked, raw), limit, newest=("versions",))
     reader.kept_out(marked.kept_out, show_all)
     return EXIT_OK
 
@@ -94,11 +101,18 @@ def history_(
 @any_scope_option
 @click.option("--run", callback=NAME, help="only facts of this run")
 @all_option
+@raw_option
 @click.pass_obj
 def blame_(
-    session: Session, tag: str | None, scope: str | None, run: str | None, show_all: bool
+    session: Session,
+    tag: str | None,
+    scope: str | None,
+    run: str | None,
+    show_all: bool,
+    raw: bool,
 ) -> int:
-    """Which event, producer and adapter set each current fact, with its trust.
+    """Which event, producer and adapter set each current fact, with its trust; personal data
+    masked unless --raw.
 
     An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the lines its
     trust policy trusts, and is told on stderr how many were kept out; --all shows every
@@ -109,7 +123,7 @@ def blame_(
         found = ledger.blame(scope=scope, tag=tag, run_id=run)
     with reader.judging_store() as store:
         marked = trusted_blame(found, store, reader.reading(store, show_all), tags=_tags(tag))
-    session.emit(marked)
+    session.emit(shown(marked, raw))
     reader.kept_out(marked.kept_out, show_all)
     return EXIT_OK
 
@@ -122,6 +136,7 @@ def blame_(
     "--limit", type=LIMIT, default=100, show_default=True, help="at most this many rows per list"
 )
 @all_option
+@raw_option
 @click.pass_obj
 def diff_(
     session: Session,
@@ -130,8 +145,10 @@ def diff_(
     tag: str | None,
     limit: int,
     show_all: bool,
+    raw: bool,
 ) -> int:
-    """Facts added, changed and removed between two positions, with their trust.
+    """Facts added, changed and removed between two positions, with their trust; personal
+    data masked unless --raw.
 
     An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the changes whose
     values its trust policy trusts, and is told on stderr how many were kept out; --all
@@ -145,7 +162,7 @@ def diff_(
         found = ledger.diff(from_position, to_position, tag=tag)
     with reader.judging_store() as store:
         marked = trusted_diff(found, store, reader.reading(store, show_all))
-    session.emit_cut(marked, limit)
+    session.emit_cut(shown(marked, raw), limit)
     reader.kept_out(marked.kept_out, show_all)
     return EXIT_OK
 
@@ -162,6 +179,7 @@ def diff_(
 @scope_option
 @click.option("--limit", type=LIMIT, default=20, show_default=True)
 @all_option
+@raw_option
 @click.pass_obj
 def as_of_(
     session: Session,
@@ -171,8 +189,10 @@ def as_of_(
     scope: str,
     limit: int,
     show_all: bool,
+    raw: bool,
 ) -> int:
-    """The knowledge base as it was at a position or time (give --position or --at).
+    """The knowledge base as it was at a position or time (give --position or --at);
+    personal data masked unless --raw.
 
     Each row carries its trust as judged now. An agent (FACTLEDGER_ADAPTER set, or a login
     bound to an adapter) sees the rows its trust policy trusts, and is told on stderr how
@@ -181,12 +201,15 @@ def as_of_(
     if (position is None) == (at is None):
         raise click.UsageError("give exactly one of --position and --at")
     reader = CommandReader(session)
-    with session.ledger() as ledger, ledger.as_of(position=position, ts_ns=at) as view:
-        if tag:
-            kb = CrossTaskKB(view, run_id=reader.identity.run_id)
-            rows: list[Any] = list(kb.subscribe(tag, scope=scope))
-        else:
-            rows = view.list(limit=limit + 1)
+    with session.ledger() as ledger:
+        with ledger.as_of(position=position, ts_ns=at) as view:
+            if tag:
+                kb = CrossTaskKB(view, run_id=reader.identity.run_id)
+                rows: list[Any] = list(kb.subscribe(tag, scope=scope))
+            else:
+                rows = view.list(limit=limit + 1)
+        with ledger.at_head() as (snap, model):
+            erased = erased_by(snap, model, [row.position for row in rows])
     truncated = not tag and len(rows) > limit
     rows = rows if tag else rows[:limit]
     with reader.judging_store() as store:
@@ -207,14 +230,29 @@ def as_of_(
         )
     )
     session.emit_rows(
-        reader.marked(found.shown, found.trust),
-        (*columns, TRUST),
+        shown(_erasures_shown(reader.marked(found.shown, found.trust), erased), raw),
+        (*columns, TRUST, *((ERASED,) if erased else ())),
         empty,
         limit=None if tag else limit,
         truncated=truncated,
     )
     reader.kept_out(len(found.kept_out), show_all)
     return EXIT_OK
+
+
+def _erasures_shown(
+    rows: list[dict[str, Any]], erased: dict[int, ErasedBy]
+) -> list[dict[str, Any]]:
+    """`rows` of a past state, those whose text was erased since shown with the erasure
+    instead of their (empty) text; when any was, every row has the erasure column."""
+    if not erased:
+        return rows
+    marked = []
+    for row in rows:
+        by = erased.get(row["id"] if "id" in row else row["position"])
+        text = "content" if "content" in row else "value"
+        marked.append({**row, text: None if by else row[text], ERASED: by})
+    return marked
 
 
 def _tags(tag: str | None) -> tuple[str, ...]:

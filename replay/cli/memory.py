@@ -20,10 +20,8 @@ import msgspec
 from eventlog import MAX_CONTENT_BYTES, InvalidInputError
 from projections import (
     AgentIdentity,
-    Fact,
     MemoryTrustPolicy,
     MemoryView,
-    redact_value,
 )
 from projections.internal import (
     MEMORY_TYPES,
@@ -39,6 +37,7 @@ from projections.internal import (
 from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
 from replay.cli.files import STDIN, read_text
+from replay.cli.masking import raw_option, shown
 from replay.cli.params import ACTOR, ENTRY_ID, LIMIT, NAME, TAG
 
 FACT_COLUMNS = ("key", "value", "producer_task_id", "source_adapter", "position", "ts_ns")
@@ -152,11 +151,12 @@ def share(
 @app.command("query")
 @click.option("--tag", required=True, callback=TAG, help="the tag to read")
 @scope_option
-@click.option("--raw", is_flag=True, help="print stored values verbatim")
+@raw_option
 @all_option
 @click.pass_obj
 def query(session: Session, tag: str, scope: str, raw: bool, show_all: bool) -> int:
-    """Show the current facts under a tag (redacted unless --raw), each with its trust.
+    """Show the current facts under a tag, each with its trust; personal data masked unless
+    --raw.
 
     An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees each key's newest
     version its trust policy trusts, and is told on stderr how many versions were kept out;
@@ -174,8 +174,7 @@ def query(session: Session, tag: str, scope: str, raw: bool, show_all: bool) -> 
             limit=reading.NO_LIMIT,
             show=reading.shown_as_stored,
         )
-    shown = found.shown if raw else [_redacted(fact) for fact in found.shown]
-    rows = reader.marked(shown, found.trust)
+    rows = shown(reader.marked(found.shown, found.trust), raw)
     session.emit_rows(rows, (*FACT_COLUMNS, TRUST), f"no facts under tag {tag!r} ({scope} scope)")
     reader.kept_out(len(found.kept_out), show_all)
     return EXIT_OK
@@ -183,9 +182,11 @@ def query(session: Session, tag: str, scope: str, raw: bool, show_all: bool) -> 
 
 @app.command("tags")
 @scope_option
+@raw_option
 @click.pass_obj
-def tags_(session: Session, scope: str) -> int:
-    """List the tags under a scope: each with its facts' keys and how many entries carry it.
+def tags_(session: Session, scope: str, raw: bool) -> int:
+    """List the tags under a scope: each with its facts' keys and how many entries carry it;
+    personal data masked unless --raw.
 
     What to pass `query --tag`, `history` and `list --tag`. An agent (FACTLEDGER_ADAPTER
     set, or a login bound to an adapter) sees the tags and keys of what its trust policy
@@ -196,6 +197,7 @@ def tags_(session: Session, scope: str) -> int:
     reader = CommandReader(session)
     with session.store() as store:
         listing = list_tags(store, reader.reading(store, False), scope, reader.identity.run_id)
+    listing = shown(listing, raw)
     if session.as_json:
         output.show_json(listing)
     elif listing.tags:
@@ -206,10 +208,6 @@ def tags_(session: Session, scope: str) -> int:
         output.note("the listing was cut: it reads at most 1000 tags, 1000 entries, 200 keys a tag")
     reader.kept_out(listing.kept_out, False, offers_all=False)
     return EXIT_OK
-
-
-def _redacted(fact: Fact) -> Fact:
-    return msgspec.structs.replace(fact, value=redact_value(fact.value))
 
 
 @app.command("add")
@@ -269,6 +267,7 @@ def add(
     help="read only these adapters' entries (repeatable)",
 )
 @all_option
+@raw_option
 @click.pass_obj
 def list_(
     session: Session,
@@ -277,8 +276,10 @@ def list_(
     limit: int,
     adapters: tuple[str, ...],
     show_all: bool,
+    raw: bool,
 ) -> int:
-    """List visible memory entries, newest first, each with its trust.
+    """List visible memory entries, newest first, each with its trust; personal data masked
+    unless --raw.
 
     An agent (FACTLEDGER_ADAPTER set, or a login bound to an adapter) sees the entries its
     trust policy trusts, and is told on stderr how many newer ones were kept out; --all
@@ -297,7 +298,7 @@ def list_(
             show=reading.shown_as_stored,
         )
     session.emit_rows(
-        reader.marked(found.shown, found.trust),
+        shown(reader.marked(found.shown, found.trust), raw),
         (*ENTRY_COLUMNS, TRUST),
         "no entries",
         limit=limit,

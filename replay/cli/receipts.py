@@ -10,6 +10,7 @@ import msgspec
 from projections import Receipt
 from replay.cli import output
 from replay.cli.app import EXIT_OK, Session, app
+from replay.cli.masking import raw_option, shown
 from replay.cli.params import LIMIT, NAME, POSITION
 
 RECEIPT_COLUMNS = (
@@ -30,9 +31,10 @@ RECEIPT_COLUMNS = (
 @click.option("--run", "run_id", callback=NAME, help="only reads for this run")
 @click.option("--after", type=POSITION, default=0, help="only receipts after this position")
 @click.option("--limit", type=LIMIT, default=100, show_default=True, help="at most this many")
+@raw_option
 @click.pass_obj
 def receipts_(
-    session: Session, task_id: str | None, run_id: str | None, after: int, limit: int
+    session: Session, task_id: str | None, run_id: str | None, after: int, limit: int, raw: bool
 ) -> int:
     """Show the receipts of reads, oldest first: who read, what was shown and kept out.
 
@@ -43,9 +45,9 @@ def receipts_(
     """
     with session.ledger() as ledger:
         found = ledger.receipts(task_id=task_id, run_id=run_id, after=after, limit=limit + 1)
-    shown = found[:limit]
+    listed = found[:limit]
     session.emit_rows(
-        [_row(receipt) for receipt in shown],
+        shown([_row(receipt) for receipt in listed], raw),
         RECEIPT_COLUMNS,
         "no receipts",
         limit=limit,
@@ -53,7 +55,7 @@ def receipts_(
     )
     if len(found) > limit:
         output.note(
-            f"showing the first {limit} receipts; more follow (--after {shown[-1].position})"
+            f"showing the first {limit} receipts; more follow (--after {listed[-1].position})"
         )
     return EXIT_OK
 

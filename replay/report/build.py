@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from eventlog import InvalidInputError, LogSnapshot, QuarantineApplied, RecallRecorded
 from eventlog.checks import check_position
+from eventlog.events import ContentErased
 from eventlog.signing import authorization_of
 from projections.internal import Queryable, inquiries, matching_positions
 from replay.checkpoints import Checkpoint
@@ -76,13 +77,14 @@ def build_report(
     derived = [d.position for level in radius.descendants for d in level]
     with ledger.at_head() as (snap, model):
         quarantined = inquiries.quarantined_among(model, written + derived)
+        erased = set(inquiries.erased_among(model, written + derived))
         actions = _actions(snap, model, radius, set(written + derived))
         readers = _readers(snap, radius, count)
         prompts = _prompts(snap, radius, set(written + derived), count)
         exposing = sorted({x.receipt_position for x in radius.exposed})[:count]
         times = {p: snap.event_at(p).ts_ns for p in exposing + derived[:count]}
-    states = _states(radius, quarantined)
-    graph = lineage_graph(radius, suspect, quarantined, readers, count)
+    states = _states(radius, quarantined, erased)
+    graph = lineage_graph(radius, suspect, quarantined, erased, readers, count)
     writes = [_write(radius, index, states) for index in range(min(count, len(radius.events)))]
     timeline, timeline_more = _timeline(radius, writes, actions, graph.nodes, times, suspect, count)
     cited = [
@@ -113,14 +115,16 @@ def build_report(
     )
 
 
-def _states(radius: BlastRadius, quarantined: set[int]) -> dict[int, State]:
+def _states(radius: BlastRadius, quarantined: set[int], erased: set[int]) -> dict[int, State]:
     live = {f.position for f in radius.live_facts} | {e.id for e in radius.live_entries}
     held = {h.position for h in radius.held}
     found = {}
     for event in radius.events:
         p = event.position
         found[p] = (
-            State.QUARANTINED
+            State.ERASED
+            if p in erased
+            else State.QUARANTINED
             if p in quarantined
             else State.LIVE
             if p in live
@@ -210,8 +214,8 @@ def _quarantine_flags(suspect: Suspect) -> str:
 def _actions(
     snap: LogSnapshot, model: Queryable, radius: BlastRadius, cited: set[int]
 ) -> list[ActionTaken]:
-    """Quarantines covering suspect or derived writes (`cited`), their releases, and
-    decisions on held suspect versions."""
+    """Quarantines covering suspect or derived writes (`cited`), their releases, decisions
+    on held suspect versions, and the erasures of their texts (in effect, or refused)."""
     head = radius.head_position
     found: dict[int, ActionTaken] = {}
     for row in inquiries.quarantines(model):
@@ -227,6 +231,13 @@ def _actions(
     for held in radius.held:
         if held.decided_by is not None and held.decided_by <= head:
             found[held.decided_by] = _action(snap, held.decided_by, None, True)
+    for erasure in set(inquiries.erased_among(model, sorted(cited)).values()):
+        found[erasure] = _action(snap, erasure, None, True)
+    for refused in inquiries.unauthorized(model):
+        at = refused.position
+        payload = snap.event_at(at).payload if at <= head else None
+        if isinstance(payload, ContentErased) and not cited.isdisjoint(payload.positions):
+            found[at] = _action(snap, at, None, False)
     return [found[p] for p in sorted(found)]
 
 

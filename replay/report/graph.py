@@ -57,11 +57,13 @@ def lineage_graph(
     radius: BlastRadius,
     suspect: Suspect,
     quarantined: set[int],
+    erased: set[int],
     readers: dict[int, TaskKey],
     top: int,
 ) -> Graph:
     """The graph of `radius`: `readers` names the reader of each receipt it cites,
-    `quarantined` the positions a quarantine in effect covers."""
+    `quarantined` the positions a quarantine in effect covers, `erased` those whose text an
+    erasure removed."""
     columns = _Columns(top)
     names = ["suspect", "exposed tasks"]
     columns.add(
@@ -69,7 +71,8 @@ def lineage_graph(
             id="suspect",
             column=0,
             label=suspect.describe(),
-            detail=f"{len(radius.events)} writes",
+            detail=f"{len(radius.events)} writes"
+            + (f", {radius.summary.erased} erased" if radius.summary.erased else ""),
             marks=(Mark.SUSPECT,),
         )
     )
@@ -94,7 +97,9 @@ def lineage_graph(
         writes, prompts = 2 * depth, 2 * depth + 1
         for node in level:
             marks: tuple[Mark, ...] = (Mark.TAINTED,)
-            if node.position in quarantined:
+            if node.position in erased:
+                marks += (Mark.ERASED,)
+            elif node.position in quarantined:
                 marks += (Mark.QUARANTINED,)
             columns.add(
                 GraphNode(

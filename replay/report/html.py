@@ -34,6 +34,7 @@ th{background:#eee}
 .cat-write{color:#b00020}.cat-exposure{color:#b35900}.cat-derived{color:#6a1b9a}
 .cat-operator{color:#0b5394}
 .state-live{color:#b00020;font-weight:bold}.state-quarantined{color:#0b5394}
+.state-erased{color:#444;text-decoration:line-through}
 .more{font-style:italic}
 code,pre{font:12px/1.4 ui-monospace,monospace;background:#f4f4f4}
 pre{padding:.5em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
@@ -46,6 +47,8 @@ svg.graph .mark-suspect .box{fill:#fdecea;stroke:#b00020;stroke-width:4}
 svg.graph .mark-exposed .box{fill:#fff4e5;stroke:#b35900;stroke-dasharray:6 3}
 svg.graph .mark-tainted .box{fill:url(#hatch);stroke:#6a1b9a}
 svg.graph .mark-prompt .box{fill:#eef4fb;stroke:#0b5394}
+svg.graph .mark-erased .box{fill:#eee;stroke:#444}
+svg.graph .cross{stroke:#999;stroke-width:1}
 svg.graph .edge{stroke:#555;stroke-width:1.2}
 @media print{body{margin:0;max-width:none;font-size:10pt}
 h2{break-after:avoid}tr,.stat,g.node{break-inside:avoid}

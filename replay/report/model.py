@@ -15,13 +15,15 @@ from replay.proofs import InclusionProof
 
 
 class State(StrEnum):
-    """What became of one suspect write, as readers meet it now. The erasure issue adds
-    `ERASED` here (an event whose text was erased); every count and mark follows this enum."""
+    """What became of one suspect write, as readers meet it now; every count and mark
+    follows this enum."""
 
     LIVE = "live"
     """Readers see it: a current fact version, or a visible memory entry."""
     QUARANTINED = "quarantined"
     """A quarantine in effect keeps it from every reader."""
+    ERASED = "erased"
+    """An operator's erasure removed its text for good (its event and proofs stay)."""
     HELD = "held"
     """A conflict policy kept it from becoming current."""
     PAST = "past"
@@ -39,6 +41,8 @@ class Mark(StrEnum):
     PROMPT = "prompt"
     """A prompt (a read's receipt) that included a tainted write."""
     QUARANTINED = "quarantined"
+    ERASED = "erased"
+    """A write whose text an operator erased."""
 
 
 class More(msgspec.Struct, frozen=True, kw_only=True):
@@ -155,7 +159,8 @@ class PromptReached(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ActionTaken(msgspec.Struct, frozen=True, kw_only=True):
-    """An operator action on the suspect's writes: a quarantine, its release, a decision."""
+    """An operator action on the suspect's writes: a quarantine, its release, a decision,
+    an erasure."""
 
     position: int
     ts_ns: int

@@ -1,7 +1,7 @@
 """The lineage graph drawn as inline SVG: a column per level, a box per node, its marks as
 words and shapes (a thick frame for the suspect, a dashed one for an exposed task, hatching
-for a tainted write, rounded corners for a prompt, a double frame when quarantined), so the
-graph reads in grayscale and in print."""
+for a tainted write, rounded corners for a prompt, a double frame when quarantined, a cross
+when erased), so the graph reads in grayscale and in print."""
 
 from __future__ import annotations
 
@@ -68,6 +68,11 @@ def _node(node: GraphNode, x: int, y: int) -> str:
         frame.append(
             f'<rect class="inner" x="{x + 4}" y="{y + 4}" width="{NODE_WIDTH - 8}" '
             f'height="{NODE_HEIGHT - 8}"{rounded}/>'
+        )
+    if Mark.ERASED in node.marks:
+        right, bottom = x + NODE_WIDTH, y + NODE_HEIGHT
+        frame.append(
+            f'<path class="cross" d="M{x},{y} L{right},{bottom} M{right},{y} L{x},{bottom}"/>'
         )
     return (
         f'<g class="node {classes}" id="node-{html_text(node.id)}">'

@@ -162,8 +162,8 @@ def _rebuild(ctx: Context, scan: Callable[[], float], path: Path, where: str) ->
 
 def _proofs(ctx: Context, path: Path, events: int, where: str) -> Result:
     """Inclusion proofs through one kept `replay.Ledger` (its `Prover`); beside them, what
-    its first checkpoint and a one-call `replay.prove_inclusion(path, ...)` cost (each
-    walks the log)."""
+    its first checkpoint (a walk of the log) and a one-call `replay.prove_inclusion(path,
+    ...)` (the Merkle index kept beside the read model) cost."""
     replay = optional("replay")
     if isinstance(replay, str):
         return unavailable("inclusion_proof.p50", "ms", PROOF_P50, replay)
@@ -187,8 +187,8 @@ def _proofs(ctx: Context, path: Path, events: int, where: str) -> Result:
         target=PROOF_P50,
         note=f"{where}; {len(positions)} random positions through one kept replay.Ledger; "
         f"its first checkpoint walked the log in {first_checkpoint_s:.1f} s, and "
-        f"replay.prove_inclusion(path, ...), which opens a Ledger and walks the log for one "
-        f"proof, took {statistics.median(one_call):.1f} s",
+        f"replay.prove_inclusion(path, ...), which opens a Ledger and proves from the index "
+        f"kept beside the read model, took {statistics.median(one_call):.3f} s",
         extra={
             **spread(samples),
             "first_checkpoint_seconds": round(first_checkpoint_s, 3),

@@ -17,7 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.bench import agent_tools, audit, concurrency, machine, memory, peer, reads, writes
+from tests.bench import (
+    agent_tools,
+    audit,
+    concurrency,
+    fresh_proofs,
+    machine,
+    memory,
+    peer,
+    reads,
+    writes,
+)
 from tests.bench.context import Context
 from tests.bench.quiet import silence_logs
 from tests.bench.results import Result, failed, markdown, table, write_json
@@ -73,6 +83,7 @@ GROUPS = (
         ),
         audit.audit,
     ),
+    Group("fresh_proofs", (fresh_proofs.METRIC,), fresh_proofs.fresh_proofs),
     Group("memory", ("peak_rss.verify", "peak_rss.rebuild"), memory.peak_memory),
 )
 METRICS = tuple(metric for group in GROUPS for metric in group.metrics)

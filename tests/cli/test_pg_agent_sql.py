@@ -17,7 +17,7 @@ psycopg = pytest.importorskip("psycopg")
 from eventlog import MAX_CONTENT_BYTES, NewEvent  # noqa: E402
 from eventlog.contract import EVERY_KIND, memory  # noqa: E402
 from eventlog.drafts import prepare, seal  # noqa: E402
-from eventlog.events import is_operator_action  # noqa: E402
+from eventlog.events import ContentErased, is_operator_action  # noqa: E402
 from eventlog.postgres_schema import REFUSED_EVENT  # noqa: E402
 from tests.cli.conftest import Result, log_with_codex_login  # noqa: E402
 from tests.postgres import PgLog  # noqa: E402
@@ -78,7 +78,13 @@ def append_attempts(schema: str) -> dict[str, tuple[str, tuple[object, ...]]]:
         "operator kind": one(
             body(msgspec.structs.replace(operator_action, source_adapter="codex"), 3)
         ),
+        "an erasure": one(body(erasure(2), 3)),
     }
+
+
+def erasure(*positions: int) -> NewEvent:
+    """An erasure under the agent's own adapter (an operator kind, whatever it names)."""
+    return NewEvent(payload=ContentErased(positions=positions, reason="x"), source_adapter="codex")
 
 
 def table_attempts(schema: str) -> list[str]:
@@ -92,17 +98,19 @@ def table_attempts(schema: str) -> list[str]:
         f"INSERT INTO {schema}.agents VALUES ('someone', 'codex')",
         f"INSERT INTO {schema}.meta VALUES ('format', 'x')",
         f"INSERT INTO {schema}.agents VALUES ('another', 'claude-code')",
+        f"INSERT INTO {schema}.erased VALUES (2, 3)",
     ]
-    columns = {
-        "events": "event_id",
-        "content": "text",
-        "head": "chain_hash",
-        "meta": "value",
-        "agents": "adapter",
+    changes = {
+        "events": "event_id = 'x'",
+        "content": "text = 'x'",
+        "head": "chain_hash = 'x'",
+        "meta": "value = 'x'",
+        "agents": "adapter = 'x'",
+        "erased": "position = 1",
     }
-    for table in ("events", "content", "head", "meta", "agents"):
+    for table in ("events", "content", "head", "meta", "agents", "erased"):
         edits += [
-            f"UPDATE {schema}.{table} SET {columns[table]} = 'x'",
+            f"UPDATE {schema}.{table} SET {changes[table]}",
             f"DELETE FROM {schema}.{table}",
             f"TRUNCATE {schema}.{table}",
         ]
@@ -145,7 +153,8 @@ def test_an_agent_login_reaches_only_the_write_path(pg: PgLog, agent_dsn: str) -
         create = conn.execute(
             "SELECT has_schema_privilege(%s, %s, 'CREATE')", (role, pg.schema)
         ).fetchone()
-    assert [(t, "SELECT") for t in ("agents", "content", "events", "head", "meta")] == tables
+    tables_granted = ("agents", "content", "erased", "events", "head", "meta")
+    assert [(t, "SELECT") for t in tables_granted] == tables
     assert [("append_events", True), ("lock_head", True)] == functions
     assert (False,) == create
 
@@ -157,7 +166,7 @@ def test_every_raw_sql_attempt_of_an_agent_is_refused_and_hosts_read_on(
     path is refused (one line, a stable SQLSTATE), as is every write around it; afterwards
     the log is unchanged and an operator's and an agent's host both query, list, add and
     verify."""
-    expected_denied = {"another adapter", "no adapter", "operator kind"}
+    expected_denied = {"another adapter", "no adapter", "operator kind", "an erasure"}
     found = {
         name: refused(agent_dsn, statement, params)
         for name, (statement, params) in append_attempts(pg.schema).items()
@@ -169,6 +178,9 @@ def test_every_raw_sql_attempt_of_an_agent_is_refused_and_hosts_read_on(
         assert (2,) == conn.execute(f"SELECT position FROM {pg.schema}.head").fetchone()
         assert (0,) == conn.execute(f"SELECT count(*) FROM {pg.schema}.content c"
                                     f" WHERE c.position > 2").fetchone()  # fmt: skip
+        assert [(1,), (2,)] == conn.execute(f"SELECT position FROM {pg.schema}.content"
+                                            " ORDER BY 1").fetchall()  # fmt: skip
+        assert [] == conn.execute(f"SELECT * FROM {pg.schema}.erased").fetchall()
     for dsn, cache in ((pg.dsn, "operator.db"), (agent_dsn, "agent.db")):
         db = str(tmp_path / cache)
         for command in (

@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from eventlog import FactledgerError, FactPublished, NewEvent, PermissionDeniedError, open_log
-from replay import read_operator_key
+from eventlog import (
+    FactledgerError,
+    FactPublished,
+    NewEvent,
+    PermissionDeniedError,
+    StorageError,
+    open_log,
+)
+from replay import Ledger, read_operator_key
 from tests.cli.conftest import Result
 from tests.postgres import PgLog
 
@@ -195,3 +202,109 @@ def test_a_write_the_database_refuses_is_one_line(
     assert 1 == len(refused.err.splitlines())
     assert "is an agent login: it may not append quarantine_applied" in refused.err
     assert "CONTEXT" not in refused.err and "PL/pgSQL" not in refused.err
+
+
+def make_it_as_before_erasure(pg: PgLog) -> None:
+    """Take a log back to the schema it had before erasure existed: no `erased` table and
+    none of its functions, and `content` refusing every DELETE."""
+    import psycopg
+
+    s = pg.schema
+    with psycopg.connect(pg.server.dsn, autocommit=True) as conn:
+        for statement in (
+            f"DROP TABLE {s}.erased",
+            f"DROP TRIGGER only_erased ON {s}.content",
+            f"DROP TRIGGER append_only ON {s}.content",
+            f"CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {s}.content"
+            f" FOR EACH STATEMENT EXECUTE FUNCTION {s}.refuse_change()",
+            f"DROP FUNCTION {s}.erased_positions(bytea), {s}.only_erased(), {s}.check_erased()",
+        ):
+            conn.execute(statement)
+
+
+def erasure_setup(pg: PgLog) -> dict[str, object]:
+    """What the catalog says of the pieces erasure needs: the `erased` table's owner, who
+    may read it, `content`'s triggers, and the functions."""
+    import psycopg
+
+    s = pg.schema
+    with psycopg.connect(pg.server.dsn, autocommit=True) as conn:
+        owner = conn.execute(
+            "SELECT tableowner FROM pg_tables WHERE schemaname = %s AND tablename = 'erased'",
+            (s,),
+        ).fetchone()
+        readers = [
+            kind
+            for kind in ("writer", "reader")
+            if owner is not None
+            and conn.execute(
+                "SELECT has_table_privilege(%s, %s, 'SELECT')",
+                (f"{pg.roles}_{kind}", f"{s}.erased"),
+            ).fetchone()
+            == (True,)
+        ]
+        triggers = conn.execute(
+            "SELECT tgname FROM pg_trigger WHERE tgrelid = %s::regclass AND NOT tgisinternal"
+            " ORDER BY 1",
+            (f"{s}.content",),
+        ).fetchall()
+        functions = conn.execute(
+            "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+            " WHERE n.nspname = %s AND p.proname IN ('erased_positions', 'only_erased',"
+            " 'check_erased') ORDER BY 1",
+            (s,),
+        ).fetchall()
+    return {
+        "owner": owner and owner[0],
+        "readers": readers,
+        "triggers": [t for (t,) in triggers],
+        "functions": [f for (f,) in functions],
+    }
+
+
+def test_pg_init_gives_a_log_made_before_erasure_what_erasure_needs(
+    cli: Cli, pg: PgLog, tmp_path: Path
+) -> None:
+    """On a log made before erasure existed (which refuses every DELETE of a text), pg init,
+    run twice, adds the `erased` table (owned by the owner role, readable by writers and
+    readers), `content`'s new triggers and the functions. Before it, an operator's erasure is
+    refused, naming pg init, and nothing is written (its server would keep the text); after
+    it, the erasure removes the text, and a DELETE no erasure names is still refused."""
+    import psycopg
+
+    key = str(tmp_path / "ops.key")
+    assert 0 == cli("keygen", key, db_path=None).code
+    init = ("pg", "init", "--dsn", pg.dsn, "--role-prefix", pg.roles)
+    assert 0 == cli(*init, "--operator-key", key, db_path=None).code
+    fresh = erasure_setup(pg)
+    log = open_log(pg.dsn)
+    try:
+        secret, kept = (log.append(fact(None)).position, log.append(fact(None)).position)
+    finally:
+        log.close()
+    make_it_as_before_erasure(pg)
+    assert {"owner": None, "readers": [], "triggers": ["append_only"], "functions": []} == (
+        erasure_setup(pg)
+    )
+    with Ledger.open(pg.dsn, cache=tmp_path / "ops.db", read_only=False) as ledger:
+        head = ledger.event_log.head()
+        with pytest.raises(StorageError, match=r"predates erasure.*factledger pg init"):
+            ledger.erase([secret], reason="leaked", key=key)
+        assert head == ledger.event_log.head()
+    for _ in range(2):
+        again = cli(*init, db_path=None)
+        assert 0 == again.code, again.err
+        assert fresh == erasure_setup(pg)
+    assert {
+        "owner": f"{pg.roles}_owner",
+        "readers": ["writer", "reader"],
+        "triggers": ["append_only", "only_erased"],
+        "functions": ["check_erased", "erased_positions", "only_erased"],
+    } == fresh
+    with Ledger.open(pg.dsn, cache=tmp_path / "ops.db", read_only=False) as ledger:
+        ledger.erase([secret], reason="leaked", key=key)
+    contents = f"SELECT position FROM {pg.schema}.content WHERE position IN (%s, %s)"
+    with psycopg.connect(pg.server.dsn, autocommit=True) as conn:
+        assert [(kept,)] == conn.execute(contents, (secret, kept)).fetchall()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only an erasure"):
+            conn.execute(f"DELETE FROM {pg.schema}.content WHERE position = %s", (kept,))

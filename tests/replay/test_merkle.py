@@ -1,7 +1,7 @@
 """RFC 6962 Merkle trees with factledger's hashing, against an independent reference.
 
 The reference below is written straight from RFC 6962 section 2.1 (MTH, PATH, PROOF), with
-blake3 called directly: it shares no code with `replay.merkle`. The committed vectors
+blake3 called directly: it shares no code with `eventlog.merkle`. The committed vectors
 (tests/data/merkle_vectors.json) are its output over the eight leaf inputs of the
 certificate-transparency reference tests; `python -m tests.replay.test_merkle` rewrites them.
 """
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from eventlog import InvalidInputError
 from eventlog.chain import BLAKE3, SHA256
-from replay.merkle import (
+from eventlog.merkle import (
     CompactRange,
     Span,
     consistency_spans,
@@ -392,7 +392,7 @@ tests publish them (SHA-256)."""
 
 
 def sha256_mth(leaves: Sequence[bytes]) -> bytes:
-    """RFC 6962 2.1 MTH with hashlib, recursively: shares no code with `replay.merkle`."""
+    """RFC 6962 2.1 MTH with hashlib, recursively: shares no code with `eventlog.merkle`."""
     if not leaves:
         return hashlib.sha256(b"").digest()
     if len(leaves) == 1:

@@ -52,6 +52,7 @@ TABLES = (
     "fl_unauthorized",
     "fl_import",
     "fl_unreadable",
+    "fl_erasure",
     "fl_conflict_policy",
     "fl_fact_held",
     "fl_receipt",

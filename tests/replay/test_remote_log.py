@@ -15,7 +15,7 @@ import pytest
 
 from eventlog import open_log
 from projections import CacheRefusedError, CrossTaskKB, SQLiteMemoryStore, open_view
-from replay import Ledger, generate_key, quarantine, read_operator_key, verify
+from replay import Ledger, generate_key, quarantine, read_operator_key, verify, verify_inclusion
 from tests.postgres import PgLog
 from tests.projections.test_legacy import ROWS, legacy_file
 from tests.replay.test_history import script
@@ -233,3 +233,25 @@ def test_an_operator_action_without_a_cache_makes_none(pg: PgLog, tmp_path: Path
         )
     assert 2 == quarantine(pg.dsn, source_adapter="codex", reason="suspect")
     assert ["writer.db"] == sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db")
+
+
+def test_a_proof_through_a_cache_keeps_the_merkle_index_there(remote: str, cache: Path) -> None:
+    """A proof through a ledger with this host's cache keeps the log's Merkle index in the
+    cache file; a fresh ledger proves from it, and one edited there still gives proofs that
+    verify."""
+    with SQLiteMemoryStore(cache.with_name("writer.db"), log=remote) as store:
+        store.add_many([{"type": "learning", "content": f"entry {i}"} for i in range(40)])
+    with Ledger.open(remote) as ledger:
+        taken = ledger.checkpoint()
+    with Ledger.open(remote, cache=cache) as ledger:
+        proof = ledger.prove_inclusion(2, taken)
+    assert verify_inclusion(proof, proof.leaf_hash, taken)
+    with closing(sqlite3.connect(cache)) as conn:
+        (size,) = conn.execute("SELECT size FROM fl_merkle_state").fetchone()
+        conn.execute("UPDATE fl_merkle_nodes SET hash = randomblob(32)")
+        conn.commit()
+    assert (True, taken.size - taken.size % 16) == (size >= 32, size)
+    with Ledger.open(remote, cache=cache) as ledger:
+        for position in range(1, taken.size + 1):
+            proof = ledger.prove_inclusion(position, taken)
+            assert verify_inclusion(proof, proof.leaf_hash, taken)

@@ -41,7 +41,7 @@ def test_the_summary_answers_first(incident: Path) -> None:
         built = build_report(ledger, source_adapter="evil")
     s = built.summary
     assert (2, 11, 10) == (s.first_position, s.last_position, s.events_written)
-    assert {"live": 10, "quarantined": 0, "held": 0, "past": 0} == {
+    assert {"live": 10, "quarantined": 0, "erased": 0, "held": 0, "past": 0} == {
         c.name: c.count for c in s.states
     }
     assert (2, 1, 2, 2) == (s.prompts_reached, s.prompts_shielded, s.exposed_tasks, s.descendants)

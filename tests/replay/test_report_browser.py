@@ -8,10 +8,16 @@ from typing import Any
 
 import pytest
 
-from replay import Ledger
+from replay import Ledger, read_operator_key
 from tests import browser
 from tests.bench.incident import write_incident
-from tests.report_cases import HOSTILE_KEYS, HOSTILE_REASON, write_hostile_incident
+from tests.report_cases import (
+    ERASED_REASON,
+    HOSTILE_KEYS,
+    HOSTILE_REASON,
+    write_erased_incident,
+    write_hostile_incident,
+)
 
 
 @pytest.fixture(scope="module")
@@ -22,12 +28,14 @@ def chromium() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The report on an ordinary incident and on a hostile one, as HTML files."""
+    """The report on an ordinary incident, on a hostile one, and on one an operator erased
+    part of, as HTML files."""
     folder = tmp_path_factory.mktemp("reports")
     write_incident(folder / "plain.db", 10)
     write_hostile_incident(folder / "hostile.db", folder / "operator.key")
+    write_erased_incident(folder / "erased.db", folder / "eraser.key")
     found = {}
-    for name in ("plain", "hostile"):
+    for name in ("plain", "hostile", "erased"):
         with Ledger.open(folder / f"{name}.db") as ledger:
             found[name] = folder / f"{name}.html"
             found[name].write_text(ledger.report(source_adapter="evil"), encoding="utf-8")
@@ -95,3 +103,29 @@ def test_a_screenshot_at_1280_by_800_is_not_blank(chromium: Any, pages: dict[str
     width, height, colours = browser.png_colours(chromium.get_screenshot_as_png())
     assert (browser.WIDTH, browser.HEIGHT) == (width, height)
     assert colours >= 2
+
+
+def test_erased_writes_are_counted_marked_and_listed_with_their_key(
+    chromium: Any, pages: dict[str, Path]
+) -> None:
+    """The summary counts the erased write, its row and the derived writes erased with it
+    say so in words (a cross beside the colour in the graph), the erasure is an operator
+    action with its key id, and no erased text is on the page."""
+    text = opened(chromium, pages["erased"])
+    assert [] == chromium.get_log("browser")
+    assert "1\nerased" in text
+    assert "erased" == chromium.execute_script(
+        "return document.querySelector('#w-2 td[class^=state-]').textContent"
+    )
+    crossed = chromium.execute_script(
+        "return [...document.querySelectorAll('svg.graph g.mark-erased')]"
+        ".map(g => [g.querySelector('.label').textContent, !!g.querySelector('.cross'),"
+        " g.querySelector('.marks').textContent])"
+    )
+    assert [["fact_published at 13", True], ["fact_published at 15", True]] == [
+        c[:2] for c in crossed
+    ]
+    assert all("erased" in c[2] for c in crossed)
+    key_id = read_operator_key(pages["erased"].parent / "eraser.key").key_id
+    assert key_id in text and ERASED_REASON in text
+    assert "POISON: send tokens" not in text
