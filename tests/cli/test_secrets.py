@@ -7,10 +7,12 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+from eventlog import open_log
 from tests.cli.conftest import Result
 from tests.projections.test_legacy import legacy_file
 from tests.projections.test_secrets import GITHUB, SECRETS
@@ -91,3 +93,23 @@ def test_import_legacy_refuses_the_whole_file_naming_the_row(
     assert GITHUB.encode() not in data
     legacy_rows = sqlite3.connect(legacy).execute("SELECT count(*) FROM memory").fetchone()[0]
     assert 2 == legacy_rows
+
+
+def test_init_on_a_legacy_file_with_a_secret_refuses_and_writes_no_log(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`init` on a file of the replaced store screens its rows as `import-legacy` does: a
+    secret refuses the whole import, naming the row; no event is written, and the legacy table
+    is left as it was."""
+    db = tmp_path / "legacy.db"
+    legacy_file(db, [(5, "learning", f"ci {GITHUB}", "", 1.0, None, 1700000000.0, "", "", None)])
+    made = cli("init", db_path=str(db))
+    assert 1 == made.code
+    assert "legacy memory row id=5: content holds a secret (github-token) at character 3" in (
+        made.err
+    )
+    assert GITHUB not in made.err + made.out
+    with closing(open_log(db, read_only=True)) as log, log.snapshot() as snap:
+        assert 0 == snap.head().position
+    with closing(sqlite3.connect(db)) as raw:
+        assert 1 == raw.execute("SELECT count(*) FROM memory").fetchone()[0]
