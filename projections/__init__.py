@@ -35,6 +35,7 @@ from projections._errors import (
     CacheChoiceError,
     CacheRefusedError,
     LegacyImportError,
+    SecretRefusedError,
     SyncTimeoutError,
 )
 from projections._prompt import (
@@ -74,6 +75,7 @@ __all__ = [
     "Recall",
     "Receipt",
     "SQLiteMemoryStore",
+    "SecretRefusedError",
     "SyncTimeoutError",
     "__version__",
     "active_trust_policy",

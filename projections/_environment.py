@@ -84,6 +84,13 @@ TRUST_TAINT = Setting(
     "`0`, `false`, `no` or `off` (any case): writes derived from untrusted, quarantined or "
     "mismatched sources are no longer kept out of prompts as `tainted`",
 )
+SECRETS = Setting(
+    ("FACTLEDGER_SECRETS",),
+    "refuse",
+    "what a write does with a secret in its text (docs/security.md): `refuse` (an "
+    "error, nothing written), `redact` (`[REDACTED:<type>]` stored in its place) or `allow`; "
+    "a store's `secrets=` argument overrides it",
+)
 DEBUG = Setting(
     ("FACTLEDGER_DEBUG",),
     "off",
@@ -99,6 +106,7 @@ SETTINGS = (
     TRUST_POLICY,
     TRUST_ADAPTERS,
     TRUST_TAINT,
+    SECRETS,
     DEBUG,
 )
 """Every setting, in the order README's table lists them."""
@@ -154,6 +162,12 @@ def trusted_adapters() -> frozenset[str]:
 def trust_taint() -> bool:
     """Whether taint propagates along lineage (it does unless switched off)."""
     return _switch(TRUST_TAINT)
+
+
+def secrets() -> str:
+    """What writes do with secrets, as set (`projections._secrets.check_secrets_mode` checks
+    it)."""
+    return SECRETS.value()
 
 
 def debug() -> bool:

@@ -30,6 +30,35 @@ class SyncTimeoutError(FactledgerError, TimeoutError):
     """The log did not reach the position a `sync` waited for within its timeout."""
 
 
+class SecretRefusedError(InvalidInputError):
+    """Text a write would record holds a secret, and the store refuses secrets (the default,
+    `FACTLEDGER_SECRETS=refuse`; a name, such as a tag, is refused under `redact` too):
+    nothing was written. It names the field, the detector and the character offset, never
+    the secret."""
+
+    def __init__(self, field: str, *, detector: str, offset: int, name: bool = False) -> None:
+        remedy = (
+            "a name is never redacted; take it out"
+            if name
+            else "take it out, or write with secrets='redact' (FACTLEDGER_SECRETS=redact) to "
+            f"store [REDACTED:{detector}] in its place"
+        )
+        super().__init__(
+            f"{field} holds a secret ({detector}) at character {offset}; nothing was "
+            f"written: {remedy}"
+        )
+        self.field = field
+        self.detector = detector
+        self.offset = offset
+        self.name = name
+
+    def within(self, where: str) -> SecretRefusedError:
+        """The same refusal, its field named inside `where` (a row of a batch or import)."""
+        return SecretRefusedError(
+            f"{where}: {self.field}", detector=self.detector, offset=self.offset, name=self.name
+        )
+
+
 class MerkleIndexError(StorageError):
     """The Merkle index kept beside the read model is damaged (a subtree's hash missing or
     not a hash): it is disposable, and is rebuilt from the log."""

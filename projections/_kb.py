@@ -21,8 +21,11 @@ from projections import _reading as reading
 from projections import _reads as reads
 from projections import _sql_reads as sql_reads
 from projections._entries import Fact
+from projections._errors import SecretRefusedError
 from projections._knowledge import fact_identity, run_key
 from projections._lineage import check_sources
+from projections._secrets import SecretsMode, check_name
+from projections._store import MemoryStore
 from projections._validation import (
     check_allow_list,
     check_key,
@@ -104,8 +107,10 @@ class KnowledgeBase:
             raise InvalidTypeError(
                 f"items must be a list of (tag, key, value) tuples, not {type(items).__name__}"
             )
+        listed = list(items)
         events = [
-            self._event(i, item, checked_scope, adapter, sources) for i, item in enumerate(items)
+            self._event(i if len(listed) > 1 else None, item, checked_scope, adapter, sources)
+            for i, item in enumerate(listed)
         ]
         if not events:
             return []
@@ -121,18 +126,30 @@ class KnowledgeBase:
         return facts
 
     def _event(
-        self, index: int, item: object, scope: str, adapter: str | None, sources: tuple[int, ...]
+        self,
+        index: int | None,
+        item: object,
+        scope: str,
+        adapter: str | None,
+        sources: tuple[int, ...],
     ) -> NewEvent:
+        """The event publishing `item`, the `index`-th of several (None: the only one)."""
         if not isinstance(item, tuple) or len(item) != 3:
-            raise InvalidTypeError(f"items[{index}] must be a (tag, key, value) tuple")
+            raise InvalidTypeError(f"items[{index or 0}] must be a (tag, key, value) tuple")
         tag, key, value = item
-        checked = FactPublished(
-            scope=scope,
-            tag=check_tag(tag),
-            key=check_key(key),
-            value=check_text("value", value),
-            derived_from=sources or UNSET,
-        )
+        secrets = self._secrets()
+        try:
+            checked = FactPublished(
+                scope=scope,
+                tag=check_name("tag", check_tag(tag), secrets),
+                key=check_name("key", check_key(key), secrets),
+                value=check_text("value", value, secrets=secrets),
+                derived_from=sources or UNSET,
+            )
+        except SecretRefusedError as exc:
+            if index is None:
+                raise
+            raise exc.within(f"items[{index}]") from None
         return NewEvent(
             payload=checked,
             producer_task_id=self._producer_task_id,
@@ -140,6 +157,10 @@ class KnowledgeBase:
             source_adapter=adapter,
             ts_ns=self._clock_ns(),
         )
+
+    def _secrets(self) -> SecretsMode:
+        """The store's secrets mode ('refuse' through a view, which refuses the write after)."""
+        return self._store.secrets if isinstance(self._store, MemoryStore) else "refuse"
 
     def subscribe(
         self,

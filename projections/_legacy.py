@@ -5,6 +5,8 @@ the importing actor: its time, producer, run and adapter are the import's. What 
 about itself (its id, `created_at`, `task_id`, `source_agent`, `source_model` and
 `source_adapter`; an empty adapter is NULL) is kept in the event as `claims`, which readers
 honour only as `projections._operators` decides. The legacy table is only read, never changed.
+Each row's text is screened for secrets as every write's is (`projections._secrets`): under
+`refuse` a secret in any row refuses the whole import, naming the row's id and the offset.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from eventlog.checks import (
 from eventlog.signing import claims_of
 from projections import _sql as sql
 from projections._database import open_read_only
-from projections._errors import LegacyImportError
+from projections._errors import LegacyImportError, SecretRefusedError
+from projections._secrets import SecretsMode, check_name, screened
 from projections._sql import Queryable
 from projections._validation import check_memory_type, check_tags
 
@@ -66,10 +69,11 @@ def legacy_events(
     run_id: str | None = None,
     source_adapter: str | None = None,
     strict: bool = False,
+    secrets: SecretsMode,
 ) -> list[NewEvent] | None:
     """Events importing every row of the legacy `memory` table in `db`, written by the given
-    actor; None if `db` has no such table with the columns it needs (with `strict`, that is
-    a `LegacyImportError`)."""
+    actor, their text and tags screened for secrets in mode `secrets`; None if `db` has no
+    such table with the columns it needs (with `strict`, that is a `LegacyImportError`)."""
     problem = None
     if not holds_legacy_table(db):
         problem = "it has no memory table"
@@ -84,7 +88,7 @@ def legacy_events(
         return None
     return [
         NewEvent(
-            payload=_payload(row),
+            payload=_payload(row, secrets),
             producer_task_id=producer_task_id,
             run_id=run_id,
             source_adapter=source_adapter,
@@ -93,35 +97,45 @@ def legacy_events(
     ]
 
 
-def _payload(row: sql.Legacy) -> MemoryAdded:
+def _payload(row: sql.Legacy, secrets: SecretsMode) -> MemoryAdded:
     legacy_id = row.id
     try:
-        if isinstance(legacy_id, bool) or not isinstance(legacy_id, int):
-            raise InvalidTypeError(f"id must be an integer, not {type(legacy_id).__name__}")
-        if not -MAX_POSITION <= legacy_id <= MAX_POSITION:
-            raise ValueError("id does not fit in 64 bits")
-        raw_tags = row.tags or ""
-        tags = check_tags([t.strip() for t in str(raw_tags).split(",") if t.strip()])
-        content = row.content
-        check_content("content", content)
-        assert isinstance(content, str)
-        claims = LegacyClaims(
-            id=legacy_id,
-            created_at=check_finite("created_at", row.created_at),
-            task_id=check_optional_actor("task_id", _text(row.task_id)),
-            source_agent=_claim("source_agent", row.source_agent) or "",
-            source_model=_claim("source_model", row.source_model) or "",
-            source_adapter=check_optional_actor("source_adapter", _text(row.source_adapter)),
-        )
-        return MemoryAdded(
-            type=check_memory_type(row.type),
-            content=content,
-            tags=tags,
-            importance=check_finite("importance", row.importance),
-            claims=claims,
-        )
+        return _checked_payload(row, secrets)
+    except SecretRefusedError as exc:
+        raise exc.within(f"legacy memory row id={legacy_id!r}") from None
     except (ValueError, TypeError) as exc:
         raise LegacyImportError(f"legacy memory row id={legacy_id!r}: {exc}") from None
+
+
+def _checked_payload(row: sql.Legacy, secrets: SecretsMode) -> MemoryAdded:
+    legacy_id = row.id
+    if isinstance(legacy_id, bool) or not isinstance(legacy_id, int):
+        raise InvalidTypeError(f"id must be an integer, not {type(legacy_id).__name__}")
+    if not -MAX_POSITION <= legacy_id <= MAX_POSITION:
+        raise ValueError("id does not fit in 64 bits")
+    raw_tags = row.tags or ""
+    tags = check_tags([t.strip() for t in str(raw_tags).split(",") if t.strip()])
+    tags = tuple(check_name("tags", tag, secrets) for tag in tags)
+    content = row.content
+    check_content("content", content)
+    assert isinstance(content, str)
+    content = screened("content", content, secrets)
+    check_content("content with its secrets redacted", content)
+    claims = LegacyClaims(
+        id=legacy_id,
+        created_at=check_finite("created_at", row.created_at),
+        task_id=check_optional_actor("task_id", _text(row.task_id)),
+        source_agent=_claim("source_agent", row.source_agent) or "",
+        source_model=_claim("source_model", row.source_model) or "",
+        source_adapter=check_optional_actor("source_adapter", _text(row.source_adapter)),
+    )
+    return MemoryAdded(
+        type=check_memory_type(row.type),
+        content=content,
+        tags=tags,
+        importance=check_finite("importance", row.importance),
+        claims=claims,
+    )
 
 
 def _text(value: object) -> str | None:

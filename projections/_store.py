@@ -43,10 +43,12 @@ from projections import _sql as sql
 from projections import _sql_knowledge as sql_knowledge
 from projections._cache import open_read_model
 from projections._database import Database
+from projections._errors import SecretRefusedError
 from projections._legacy import legacy_events
 from projections._lineage import check_sources
 from projections._projector import ProjectedTransaction, Projection, ReadModelSnapshot
 from projections._receipts import Receipt, receipts
+from projections._secrets import SecretsMode, check_name, chosen_mode
 from projections._trust import MemoryTrustPolicy, active_trust_policy
 from projections._validation import check_importance, check_memory_type, check_tags, check_text
 from projections._view import MemoryView, default_projectors
@@ -80,7 +82,10 @@ class MemoryStore(MemoryView):
     and `run_id` likewise, on its removals, prunes, decays, legacy import and adds without a
     task, so every event names its actor. `trusted_adapters`, given, are the adapters the
     prompt and agents' reads through this store trust when they are given no policy, in
-    place of FACTLEDGER_TRUST_ADAPTERS (`trust_policy()`).
+    place of FACTLEDGER_TRUST_ADAPTERS (`trust_policy()`). `secrets` ('refuse', 'redact' or
+    'allow'; default FACTLEDGER_SECRETS, else 'refuse') is what its writes, its knowledge
+    base's publishes and its legacy import do with a secret in their text
+    (`projections._secrets`).
     """
 
     def __init__(
@@ -94,7 +99,9 @@ class MemoryStore(MemoryView):
         durability: Durability = "full",
         clock_ns: Callable[[], int] | None = None,
         trusted_adapters: Iterable[str] | None = None,
+        secrets: SecretsMode | None = None,
     ) -> None:
+        self._secrets = chosen_mode(secrets)
         self._trusted_adapters = (
             None
             if trusted_adapters is None
@@ -141,6 +148,11 @@ class MemoryStore(MemoryView):
     def source_adapter(self) -> str | None:
         """The adapter stamped on writes that name none."""
         return self._source_adapter
+
+    @property
+    def secrets(self) -> SecretsMode:
+        """What writes through this store do with a secret: 'refuse', 'redact' or 'allow'."""
+        return self._secrets
 
     def trust_policy(self) -> MemoryTrustPolicy:
         """The trust policy reads through this store are judged under when they are given
@@ -222,6 +234,7 @@ class MemoryStore(MemoryView):
                 producer_task_id=self._producer,
                 run_id=self._run_id,
                 source_adapter=self._source_adapter,
+                secrets=self._secrets,
             )
             if events:
                 tx.append(events)
@@ -276,6 +289,8 @@ class MemoryStore(MemoryView):
                 raise InvalidInputError(f"rows[{index}] needs 'type' and 'content'")
             try:
                 events.append(self._added(**row))
+            except SecretRefusedError as exc:
+                raise exc.within(f"rows[{index}]") from None
             except (InvalidInputError, InvalidTypeError) as exc:
                 raise type(exc)(f"rows[{index}]: {exc}") from None
         if not events:
@@ -295,12 +310,12 @@ class MemoryStore(MemoryView):
         source_adapter: object = None,
         derived_from: object = None,
     ) -> NewEvent:
-        text = check_text("content", content)
+        text = check_text("content", content, secrets=self._secrets)
         task = check_optional_actor("task_id", task_id)
         payload = MemoryAdded(
             type=check_memory_type(type),
             content=text,
-            tags=check_tags(tags),
+            tags=tuple(check_name("tags", tag, self._secrets) for tag in check_tags(tags)),
             importance=check_importance(importance),
             task_id=task,
             source_agent=check_identifier("source_agent", source_agent, allow_empty=True),

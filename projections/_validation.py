@@ -9,6 +9,7 @@ from typing import Literal
 from eventlog.checks import MAX_POSITION, check_content, check_finite, check_identifier
 from eventlog.errors import InvalidInputError, InvalidTypeError
 from projections._lookalikes import check_one_script, normalized
+from projections._secrets import SecretsMode, screened
 from projections._visible import find_invisible
 
 MemoryType = Literal[
@@ -122,16 +123,21 @@ def _check_name(name: str, value: str) -> None:
     check_one_script(name, value)
 
 
-def check_text(name: str, value: object) -> str:
-    """Text a write records (memory content, a fact's value): a str within the size limit
-    (`eventlog.checks.check_content`) with something besides whitespace in it. Every write
-    path calls this, so blank text is refused before anything is written."""
+def check_text(name: str, value: object, *, secrets: SecretsMode) -> str:
+    """Text a write records (memory content, a fact's value), as it records it: a str within
+    the size limit (`eventlog.checks.check_content`) with something besides whitespace in
+    it, screened for secrets in mode `secrets` (`projections._secrets.screened`: refused,
+    redacted or allowed). Every write path calls this, so blank text and refused secrets
+    are refused before anything is written, and a redacted text is what gets hashed."""
     if not isinstance(value, str):
         raise InvalidTypeError(f"{name} must be str, not {type(value).__name__}")
     check_content(name, value)
     if not value.strip():
         raise InvalidInputError(f"{name} is empty or only whitespace; nothing was written")
-    return value
+    text = screened(name, value, secrets)
+    if text is not value:
+        check_content(f"{name} with its secrets redacted", text)
+    return text
 
 
 def check_limit(value: object, *, name: str = "limit") -> int:

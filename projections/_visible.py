@@ -79,6 +79,16 @@ def find_invisible(text: str) -> int | None:
     return None
 
 
+def hidden_characters(text: str) -> list[int]:
+    """The indexes of the invisible characters of `text` that are not whitespace (a
+    zero-width space, a control character): those that could split a word unseen."""
+    return [
+        match.start()
+        for match in _pattern(True).finditer(text)
+        if match.group() != "\\" and is_invisible(match.group()) and not match.group().isspace()
+    ]
+
+
 def escape_invisible(text: str, *, keep_newlines: bool = True) -> str:
     """`text` with every invisible character written as a visible `\\u{XXXX}` escape.
 

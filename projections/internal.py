@@ -77,6 +77,10 @@ from projections._receipts import (
     ReceiptProjector,
     receipts,
 )
+from projections._secrets import (
+    SecretsMode,
+    chosen_mode,
+)
 from projections._tags import (
     list_tags,
 )
@@ -114,6 +118,7 @@ __all__ = [
     "Queryable",
     "ReceiptProjector",
     "ScratchDatabase",
+    "SecretsMode",
     "TableComparison",
     "agent_reading",
     "batches",
@@ -124,6 +129,7 @@ __all__ = [
     "check_scope",
     "check_tag",
     "checkpoint_drift",
+    "chosen_mode",
     "compare_tables",
     "conflicts",
     "default_projectors",

@@ -34,6 +34,7 @@ from projections import (
 )
 from projections.internal import (
     LegacyFile,
+    chosen_mode,
     holds_legacy_table,
 )
 from replay.keys import KeySource, OperatorKey, operator_key
@@ -167,7 +168,7 @@ def _legacy(path: str, actor: Actor) -> list[NewEvent]:
     with closing(LegacyFile(path)) as legacy:
         if not holds_legacy_table(legacy):
             return []
-    return legacy_rows(path, actor)
+    return legacy_rows(path, actor, secrets=chosen_mode(None))
 
 
 def _first(log_id: str, signer: OperatorKey | None, actor: Actor) -> list[NewEvent]:

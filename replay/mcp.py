@@ -182,7 +182,8 @@ async def publish(
 ) -> Published:
     """Publish a fact for later tasks: a value under a tag and key. The newest version of a
     (scope, tag, key) wins; earlier versions stay in the history. The write is recorded
-    under this server's identity."""
+    under this server's identity. Never publish credentials: a value, tag or key holding an
+    API key, token, private key or password is refused (or stored redacted)."""
     session = _session(ctx)
     with _tool_errors():
         fact = session.kb.publish(tag, key, value, scope=_scope(session, scope))
@@ -226,7 +227,8 @@ async def add(
     tags: Annotated[tuple[str, ...], Field(description="Tags that later tasks recall it by.")] = (),
 ) -> Added:
     """Remember something for later tasks, under tags they can recall it by. The entry is
-    recorded under this server's identity."""
+    recorded under this server's identity. Never store credentials: content or a tag holding
+    an API key, token, private key or password is refused (or stored redacted)."""
     session = _session(ctx)
     if not content.strip():
         raise ToolError("content must not be empty or only whitespace")

@@ -20,6 +20,8 @@ from eventlog import MemoryAdded, NewEvent, RecordedEvent, read_row
 from eventlog.chain import GENESIS_CONTEXT, GENESIS_DOMAIN
 from projections.internal import (
     LegacyFile,
+    SecretsMode,
+    chosen_mode,
     inquiries,
     legacy_events,
     legacy_identity,
@@ -167,6 +169,7 @@ def import_legacy(
     *,
     actor: Actor = IMPORTER,
     key: KeySource | None = None,
+    secrets: SecretsMode | None = None,
 ) -> ImportReport:
     """Import the `memory` table of a legacy database file as events written now by `actor`,
     each row's own fields kept as claims, honoured only when `key`, an operator key of the
@@ -174,9 +177,11 @@ def import_legacy(
     written again never, but for a signed import of rows only an unsigned one imported. An
     import is an operator action: once the log has an operator key it needs `key`. A file
     with no `memory` table, or a row that cannot be represented, is an error naming it, and
-    nothing is imported."""
+    nothing is imported. Rows' text is screened for secrets in mode `secrets` (default
+    FACTLEDGER_SECRETS, else 'refuse'): under 'refuse' one secret refuses the whole import
+    (`SecretRefusedError`, naming the row's id and the offset)."""
     signer = None if key is None else operator_key(key)
-    events = legacy_rows(source, actor)
+    events = legacy_rows(source, actor, secrets=chosen_mode(secrets))
     with ledger.write_transaction("import") as tx:
         fresh = not_imported(inquiries.imported_rows(tx, signed=signer is not None), events)
         signed = [
@@ -187,9 +192,12 @@ def import_legacy(
     return import_report(source, events, [r.position for r in records], signed=signer is not None)
 
 
-def legacy_rows(source: str | os.PathLike[str], actor: Actor) -> list[NewEvent]:
+def legacy_rows(
+    source: str | os.PathLike[str], actor: Actor, *, secrets: SecretsMode
+) -> list[NewEvent]:
     """Events importing every row of the `memory` table in the file `source`, written by
-    `actor` (a file with no such table, or a row that cannot be represented, is an error)."""
+    `actor`, screened for secrets in mode `secrets` (a file with no such table, or a row that
+    cannot be represented, is an error)."""
     with closing(LegacyFile(source)) as legacy:
         events = legacy_events(
             legacy,
@@ -197,6 +205,7 @@ def legacy_rows(source: str | os.PathLike[str], actor: Actor) -> list[NewEvent]:
             run_id=actor.run_id,
             source_adapter=actor.source_adapter,
             strict=True,
+            secrets=secrets,
         )
     assert events is not None
     return events

@@ -172,7 +172,9 @@ def import_legacy_(session: Session, path: str, key: str | None) -> int:
 
     The rows are written now, by the environment's task, run and adapter; each row's own
     fields are kept as claims, honoured only for an import signed by an operator key. An
-    unsigned import (in a log with no operator) is trusted by no policy.
+    unsigned import (in a log with no operator) is trusted by no policy. A row holding a
+    secret refuses the whole import, naming the row and the offset, unless
+    FACTLEDGER_SECRETS is redact or allow.
     """
     new = session.creates_log()
     with session.ledger(read_only=False, create=True) as ledger:

@@ -129,7 +129,12 @@ class CommandReader:
 def share(
     session: Session, key: str, value: str | None, tag: str, scope: str, path: str | None
 ) -> int:
-    """Publish a fact under a tag and key: VALUE, '-' (standard input) or --file PATH."""
+    """Publish a fact under a tag and key: VALUE, '-' (standard input) or --file PATH.
+
+    A value, tag or key holding a secret (an API key, a token, a private key, a password in
+    a URL) is refused, naming the detector and the offset; FACTLEDGER_SECRETS=redact stores
+    [REDACTED:<type>] in its place instead (docs/security.md).
+    """
     text = text_of(value, path, "value")
     session.needs_run(scope)
     with session.store(create=True) as store:
@@ -233,7 +238,12 @@ def add(
     task_id: str | None,
     path: str | None,
 ) -> int:
-    """Add a memory entry: CONTENT, '-' (standard input) or --file PATH."""
+    """Add a memory entry: CONTENT, '-' (standard input) or --file PATH.
+
+    Content or a tag holding a secret (an API key, a token, a private key, a password in a
+    URL) is refused, naming the detector and the offset; FACTLEDGER_SECRETS=redact stores
+    [REDACTED:<type>] in its place instead (docs/security.md).
+    """
     text = text_of(content, path, "content")
     with session.store(create=True) as store:
         entry_id = store.add(

@@ -13,10 +13,10 @@ from projections._kb import KnowledgeBase
 from projections._store import MemoryStore
 from projections._view import STORE_WRITES
 
-READS_A_STORE_ADDS = {"query_for_task", "read_model", "receipts", "sync"}
+READS_A_STORE_ADDS = {"query_for_task", "read_model", "receipts", "secrets", "sync"}
 """What `SQLiteMemoryStore` adds to a view that is a read (a view refuses none of these
-as a write: it has no log to sync or to read receipts from, and `query_for_task` is the
-replaced store's)."""
+as a write: it has no log to sync or to read receipts from, nor writes to screen for
+secrets, and `query_for_task` is the replaced store's)."""
 COMPAT = {"add_episodic", "add_semantic", "add_procedural", "query_for_task"}
 
 
