@@ -36,9 +36,10 @@ PERSONAL = (
 )
 """Pieces of the personal data above short enough that no table wraps inside one."""
 PRODUCT_VALUES = re.compile(
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32,}|\d{17,}"
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32,}|\d{9,}(?:\.\d+)?"
 )
-"""What the product prints that may hold such a piece by chance: ids, hashes, nanoseconds."""
+"""What the product prints that may hold such a piece by chance: ids, hashes, epoch times in
+seconds or nanoseconds (every card above has separators, so a leaked one is no such run)."""
 
 
 def leaked(out: str) -> list[str]:
