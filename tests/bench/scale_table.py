@@ -105,8 +105,8 @@ def build(path: Path, events: int) -> dict[str, Any]:
 
 
 def file_bytes(path: Path) -> int:
-    """The log file's size with its WAL and shared-memory files, if any are left."""
-    return sum(p.stat().st_size for p in (path, *_sidecars(path)) if p.exists())
+    """The log file's size with its WAL, if one is left (the shared-memory index aside)."""
+    return sum(p.stat().st_size for p in (path, _sidecars(path)[0]) if p.exists())
 
 
 def _sidecars(path: Path) -> tuple[Path, Path]:
