@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import multiprocessing
 import random
 import shutil
@@ -26,6 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from tests.bench.results import print_figures
 from tests.bench.sampling import percentile
 
 HERE = Path(__file__).resolve().parents[2]
@@ -150,10 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(folder),
             args.path,
         )
-    text = json.dumps(figures, indent=2)
-    sys.stdout.write(text + "\n")
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    print_figures(figures, args.json)
     return 0
 
 

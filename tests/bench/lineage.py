@@ -17,15 +17,14 @@ lineage rows a write stores.
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from projections import MemoryTrustPolicy, SQLiteMemoryStore, load_persistent_memory, recall_memory
 from projections._lineage import parents
+from tests.bench.results import print_figures
 from tests.bench.sampling import latencies_ms, percentile
 
 TAGS = [f"tag{i}" for i in range(40)]
@@ -174,10 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.recalls, args.recall_limit, args.adds, args.rounds, Path(folder)
             ),
         }
-    text = json.dumps(figures, indent=2)
-    sys.stdout.write(text + "\n")
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    print_figures(figures, args.json)
     return 0
 
 

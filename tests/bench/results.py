@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -132,3 +133,11 @@ def write_json(
         "results": [asdict(result) for result in results],
     }
     path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def print_figures(figures: dict[str, Any], path: Path | None) -> None:
+    """Print a standalone benchmark's figures as JSON, and write the same to `path` if given."""
+    text = json.dumps(figures, indent=2) + "\n"
+    sys.stdout.write(text)
+    if path is not None:
+        path.write_text(text, encoding="utf-8")

@@ -10,8 +10,6 @@ ratio (the bar: within 1.3x), and the p50 of the scan alone on those texts.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from typing import Any
 from projections import SQLiteMemoryStore
 from projections._secrets import SecretsMode, find_secrets
 from tests.bench.corpus import Corpus
+from tests.bench.results import print_figures
 from tests.bench.sampling import latencies_ms, percentile
 
 CONTENT_BYTES = 135
@@ -93,10 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             durability: measure(args.adds, args.rounds, durability, Path(folder))
             for durability in ("full", "fast")
         }
-    text = json.dumps(figures, indent=2)
-    sys.stdout.write(text + "\n")
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    print_figures(figures, args.json)
     return 0
 
 

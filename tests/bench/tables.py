@@ -11,7 +11,6 @@ size shows as a per-MiB figure that stays flat as the size doubles.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -22,6 +21,7 @@ from typing import Any
 from rich.text import Text
 
 from replay.cli import output
+from tests.bench.results import print_figures
 
 MIB = 1024 * 1024
 KINDS: dict[str, Callable[[int], str]] = {
@@ -96,10 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     figures = measure(args.sizes, args.rounds, args.baseline_up_to)
-    text = json.dumps(figures, indent=2)
-    sys.stdout.write(text + "\n")
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    print_figures(figures, args.json)
     return 0
 
 
