@@ -157,6 +157,9 @@ def test_a_later_run_folds_only_from_the_newest_snapshot(
     grow(store, 20)
     taken = grown.snapshot(every=10, keep=10)
     assert ([50, 60], 40, 20) == (taken.written, taken.folded_from, taken.events_folded)
+    assert [(p, True) for p in (10, 20, 30, 40, 50, 60)] == [
+        (c.position, c.matches) for c in grown.check_snapshots()
+    ]
 
 
 @pytest.mark.parametrize(
