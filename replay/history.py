@@ -39,7 +39,6 @@ from eventlog import (
 from eventlog.checks import check_optional_identifier, check_position
 from eventlog.events import ContentErased, LogMigrated
 from eventlog.signing import authorization_of
-from eventlog.stored import LogUpTo
 from projections.internal import (
     Identity,
     KnowledgeProjector,
@@ -233,7 +232,7 @@ def history(
 
 
 def _history(
-    snap: LogSnapshot | LogUpTo,
+    snap: LogSnapshot,
     model: Queryable,
     filters: dict[str, str | None],
     erased_of: Callable[[list[int]], dict[int, ErasedBy]],
@@ -357,13 +356,11 @@ def _filters(
     }
 
 
-def _event_ids(snap: LogSnapshot | LogUpTo, positions: Iterable[int]) -> dict[int, str]:
+def _event_ids(snap: LogSnapshot, positions: Iterable[int]) -> dict[int, str]:
     return {p: snap.event_at(p).event_id for p in positions}
 
 
-def _actions(
-    snap: LogSnapshot | LogUpTo, model: Queryable, shown: set[int]
-) -> list[OperatorAction]:
+def _actions(snap: LogSnapshot, model: Queryable, shown: set[int]) -> list[OperatorAction]:
     """Quarantines and releases whose quarantine covers any of the `shown` versions."""
     if not shown:
         return []

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eventlog import Head, InvalidInputError, chain_at
+from eventlog import Head, InvalidInputError, LogSnapshot, chain_at
 from eventlog.checks import check_position, is_dsn
 from eventlog.stored import LogUpTo, genesis_of
 from projections.internal import (
@@ -133,7 +133,7 @@ def past_position(ledger: Ledger, position: object) -> int:
 @contextmanager
 def folded_past(
     ledger: Ledger, position: int, projectors: Sequence[Projector]
-) -> Iterator[tuple[LogUpTo, Queryable]]:
+) -> Iterator[tuple[LogSnapshot, Queryable]]:
     """The log read as of `position`, and `projectors`' tables there, folded from the
     nearest usable snapshot (sealed: reads only)."""
     event_log = ledger.event_log

@@ -99,6 +99,27 @@ def test_diff_and_history_at_from_snapshots_equal_them_from_the_first_event(
     assert grown.history() == grown.history(at=head)
 
 
+def test_blast_radius_at_shows_what_it_showed_then(
+    store: SQLiteMemoryStore, ledger: Ledger
+) -> None:
+    """blast_radius at a past position equals the blast radius taken back then, with
+    snapshots and without."""
+    seen = {}
+    kb = CrossTaskKB(store, run_id="run-1", producer_task_id="t")
+    for i in range(8):
+        kb.publish("api", f"k{i % 2}", f"v{i}", scope="project", source_adapter="codex")
+        store.add("learning", f"note {i}", ["api"], source_adapter="claude-code")
+        CrossTaskKB(store, run_id="run-2", producer_task_id=f"r{i}").subscribe(
+            "api", scope="project"
+        )
+        seen[store.event_log.head().position] = ledger.blast_radius(source_adapter="codex")
+    assert seen == {p: ledger.blast_radius(source_adapter="codex", at=p) for p in seen}
+    ledger.snapshot(every=3, keep=10)
+    assert seen == {p: ledger.blast_radius(source_adapter="codex", at=p) for p in seen}
+    with pytest.raises(InvalidInputError, match="past the log head"):
+        ledger.blast_radius(source_adapter="codex", at=max(seen) + 1)
+
+
 def test_history_at_shows_what_history_showed_then(
     store: SQLiteMemoryStore, ledger: Ledger
 ) -> None:
