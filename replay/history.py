@@ -56,7 +56,7 @@ from projections.internal import (
 )
 from replay.conflicts import HeldVersion, held_version
 from replay.erased import ErasedBy, erased_by
-from replay.snapshots import directory_of, folded_past, latest_erasure, past_position
+from replay.snapshots import folded_past, kept, past_position
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
@@ -314,12 +314,9 @@ def diff(
     if end > head:
         raise InvalidInputError(f"to_position {end} is past the log head {head}")
     projector = KnowledgeProjector(event_log.log_id)
+    directory, erased_after = kept(ledger)
     folded = folded_at(
-        event_log,
-        start,
-        [projector],
-        directory=directory_of(ledger),
-        erased_after=latest_erasure(ledger),
+        event_log, start, [projector], directory=directory, erased_after=erased_after
     )
     try:
         before = _current(folded.database)

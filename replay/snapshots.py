@@ -50,6 +50,15 @@ def directory_of(ledger: Ledger) -> Path | None:
     return snapshot_directory(ledger.target)
 
 
+def kept(ledger: Ledger) -> tuple[Path | None, int]:
+    """Where `ledger`'s snapshots are, if any are, and the log's latest erasure (checked only
+    then: it reads the read model at the head)."""
+    directory = directory_of(ledger)
+    if directory is None or not directory.is_dir():
+        return None, 0
+    return directory, latest_erasure(ledger)
+
+
 def latest_erasure(ledger: Ledger) -> int:
     """The position of the log's latest erasure that took effect (0: none): a snapshot
     written before it may hold a text it removed."""
@@ -137,12 +146,9 @@ def folded_past(
     """The log read as of `position`, and `projectors`' tables there, folded from the
     nearest usable snapshot (sealed: reads only)."""
     event_log = ledger.event_log
+    directory, erased_after = kept(ledger)
     folded = folded_at(
-        event_log,
-        position,
-        projectors,
-        directory=directory_of(ledger),
-        erased_after=latest_erasure(ledger),
+        event_log, position, projectors, directory=directory, erased_after=erased_after
     )
     try:
         folded.database.seal()

@@ -18,7 +18,7 @@ from projections import (
 from projections.internal import (
     view_at,
 )
-from replay.snapshots import directory_of, latest_erasure
+from replay.snapshots import kept
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
@@ -42,12 +42,9 @@ def as_of(ledger: Ledger, *, position: int | None = None, ts_ns: int | None = No
             target = _position(snap, position)
         else:
             target = _position_at(snap, check_ts_ns(ts_ns))
+    directory, erased_after = kept(ledger)
     return view_at(
-        event_log,
-        target,
-        db_path=ledger.target,
-        snapshots=directory_of(ledger),
-        erased_after=latest_erasure(ledger),
+        event_log, target, db_path=ledger.target, snapshots=directory, erased_after=erased_after
     )
 
 
