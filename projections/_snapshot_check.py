@@ -15,7 +15,7 @@ from eventlog import EventLog, FactledgerError
 from projections._comparison import compare_tables, table_digests
 from projections._database import ScratchDatabase, open_read_only
 from projections._projector import Projector, batches, fold
-from projections._snapshots import listed, problem
+from projections._snapshots import listed, plain_file, problem
 
 Progress = Callable[[int, int], None]
 
@@ -54,6 +54,9 @@ def check_snapshot_files(
             fold(fresh, projectors, ())
         at = 0
         for position, path in found:
+            if not plain_file(path):
+                checks.append(_unusable(position, path, "not a plain file"))
+                continue
             try:
                 db = open_read_only(path)
             except FactledgerError as exc:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hmac
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,6 +39,7 @@ from eventlog import (
     FactledgerError,
     InvalidInputError,
     InvalidTypeError,
+    StorageError,
     chain_at,
 )
 from eventlog.events import ContentErased
@@ -75,8 +77,9 @@ def snapshot_path(directory: Path, position: int) -> Path:
 
 
 def listed(directory: Path | None) -> list[tuple[int, Path]]:
-    """The snapshot files in `directory` by the position their names give, newest first."""
-    if directory is None:
+    """The snapshot files in `directory` by the position their names give, newest first (a
+    directory that is a symbolic link holds none)."""
+    if directory is None or directory.is_symlink():
         return []
     try:
         names = os.listdir(directory)
@@ -84,6 +87,16 @@ def listed(directory: Path | None) -> list[tuple[int, Path]]:
         return []
     found = [(int(m.group(1)), directory / name) for name in names if (m := _NAME.fullmatch(name))]
     return sorted(found, reverse=True)
+
+
+def plain_file(path: Path) -> bool:
+    """Whether `path` is a regular file of its own: not a symbolic link, a hard link to
+    another file (one that opening for a fold would lock or convert), a pipe or a device."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
 
 
 def signature(projectors: Sequence[Projector]) -> str:
@@ -205,7 +218,11 @@ def _same(first: str, second: str) -> bool:
 
 def _opened(path: Path) -> Folding | None:
     """The snapshot at `path` opened to fold into: in place, or a copy when another user
-    holds it (or it cannot be written); None when it cannot be read at all."""
+    holds it (or it cannot be written); None when it cannot be read at all, or is not a
+    plain file."""
+    if not plain_file(path):
+        log.warning("snapshot_ignored", snapshot=path.name, reason="not a plain file")
+        return None
     try:
         return SnapshotDatabase(path)
     except FactledgerError:
@@ -289,6 +306,8 @@ def take(
     base, count = 0, 0
     if missing:
         base = max((p for p in usable if p < missing[0]), default=0)
+        if directory.is_symlink():
+            raise StorageError(f"{directory} is a symbolic link: no snapshot is written there")
         directory.mkdir(parents=True, exist_ok=True)
         working = (
             ScratchDatabase.copy_of(usable[base], directory)
@@ -343,6 +362,9 @@ def _usable(
     """The snapshots in `directory` that may be used, by position."""
     found = {}
     for position, path in listed(directory):
+        if not plain_file(path):
+            log.warning("snapshot_ignored", snapshot=path.name, reason="not a plain file")
+            continue
         try:
             db = open_read_only(path)
         except FactledgerError:

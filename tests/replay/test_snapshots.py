@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from eventlog import InvalidInputError, InvalidTypeError, ReadOnlyStoreError
+from eventlog import InvalidInputError, InvalidTypeError, ReadOnlyStoreError, StorageError
 from projections import CrossTaskKB, SQLiteMemoryStore
 from replay import Ledger, ReadOnlyLedgerError, generate_key, read_operator_key
 from tests.histories import HISTORIES, Operation, play
@@ -387,6 +388,47 @@ def test_a_damaged_snapshot_file_is_skipped_not_a_crash(
     assert 20 == folded_from and reasons
     assert expected == observe_at(ledger, 35)
     assert 20 == ledger.as_of(position=35).folded_from
+
+
+@pytest.mark.parametrize("kind", ["symlink-to-log", "symlink", "hard-link", "fifo"])
+def test_a_snapshot_that_is_not_a_plain_file_is_never_opened(
+    snapped: tuple[Ledger, Path], db_path: Path, kind: str
+) -> None:
+    """A symbolic link (to the log itself, or to a good snapshot), a hard link or a named
+    pipe under a snapshot's name is skipped without being opened: the log's file is not
+    locked or converted, and nothing hangs."""
+    ledger, path = snapped
+    good = path.with_name("at-000000000020.sqlite")
+    path.unlink()
+    if kind == "symlink-to-log":
+        path.symlink_to(db_path)
+    elif kind == "symlink":
+        path.symlink_to(good)
+    elif kind == "hard-link":
+        os.link(good, path)
+    else:
+        os.mkfifo(path)
+    before = file_digest(db_path)
+    folded_from, reasons = used_at(ledger, 35)
+    assert before == file_digest(db_path)
+    if kind == "hard-link":  # both names of the linked file are skipped
+        assert (10, ["not a plain file"] * 2) == (folded_from, reasons)
+    else:
+        assert (20, ["not a plain file"]) == (folded_from, reasons)
+    [check] = [c for c in ledger.check_snapshots() if c.position == 30]
+    assert (False, "not a plain file") == (check.usable, check.reason)
+
+
+def test_a_snapshot_directory_that_is_a_symlink_is_refused(grown: Ledger, tmp_path: Path) -> None:
+    """Snapshots are never written through, or read from, a directory that is a link."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    directory(grown).symlink_to(elsewhere)
+    with pytest.raises(StorageError, match="symbolic link"):
+        grown.snapshot(every=10)
+    assert [] == list(elsewhere.iterdir())
+    with grown.as_of(position=35) as view:
+        assert 0 == view.folded_from
 
 
 def test_an_edited_row_is_found_by_the_check(snapped: tuple[Ledger, Path]) -> None:
