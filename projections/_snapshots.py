@@ -8,7 +8,8 @@ It is disposable: deleting it loses nothing, and `take` writes it again from the
 meta row (`fl_snapshot`) names the log, the position, the chain value there, the head the
 log had when it was written, and each projector's name and version. A snapshot is used only
 when every one of those holds against the log now (the chain value compared in constant
-time), every projector's table is in it, and no erasure was appended after the head it was
+time), every projector's table is in it with the schema this code writes (no trigger), it
+is a plain file, and no erasure was appended after the head it was
 written at (its texts could hold what the erasure removed); anything else is skipped, logged
 (never a value) and the next older snapshot tried, down to a fold from the first event.
 
@@ -198,7 +199,30 @@ def problem(
     missing = [t for p in projectors for t in p.tables if not table_exists(db, t)]
     if missing:
         return "a projector's table is missing"
+    schema = sql.SCHEMA.rows(db)
+    if any(entry.type in ("trigger", "view") for entry in schema):
+        return "it holds a trigger or a view"
+    expected = _schema(projectors)
+    tables = {entry.tbl_name for entry in expected}
+    if [entry for entry in schema if entry.tbl_name in tables] != expected:
+        return "its tables are not the ones this code writes"
     return None
+
+
+_SCHEMAS: dict[str, list[sql.SchemaEntry]] = {}
+
+
+def _schema(projectors: Sequence[Projector]) -> list[sql.SchemaEntry]:
+    """The schema this code gives `projectors`' tables and the meta table in a snapshot. A
+    trigger slipped into a file would run in each fold into it, and bend it, while its rows
+    alone still matched a refold."""
+    key = signature(projectors)
+    if key not in _SCHEMAS:
+        with ScratchDatabase() as empty:
+            fold(empty, projectors, ())
+            empty.execute(sql.META_DDL)
+            _SCHEMAS[key] = sql.SCHEMA.rows(empty)
+    return _SCHEMAS[key]
 
 
 def _folds_alike(recorded: object, projectors: Sequence[Projector]) -> bool:

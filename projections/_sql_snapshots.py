@@ -38,3 +38,17 @@ META_GET = Query(
     "FROM fl_snapshot WHERE id = 1",
     Meta,
 )
+
+
+class SchemaEntry(Columns, frozen=True):
+    """One object of a database's schema (table, index, trigger, view), as SQLite keeps it."""
+
+    type: object
+    name: object
+    tbl_name: object
+    sql: object
+
+
+SCHEMA = Query(
+    "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name", SchemaEntry
+)

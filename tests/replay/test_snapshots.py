@@ -326,13 +326,28 @@ class Recorder(logging.Handler):
         ("DELETE FROM fl_snapshot", (), "no meta row"),
         ("DROP TABLE fl_snapshot", (), "no meta row"),
         ("DROP TABLE fl_fact", (), "a projector's table is missing"),
+        (
+            "CREATE TRIGGER forge AFTER INSERT ON fl_fact BEGIN "
+            "UPDATE fl_fact SET value = 'forged' WHERE position = NEW.position; END",
+            (),
+            "it holds a trigger or a view",
+        ),
+        ("CREATE VIEW v AS SELECT 1", (), "it holds a trigger or a view"),
+        (
+            "CREATE INDEX forged ON fl_fact (value)",
+            (),
+            "its tables are not the ones this code writes",
+        ),
+        ("ALTER TABLE fl_fact ADD COLUMN x", (), "its tables are not the ones this code writes"),
     ],
 )
 def test_a_snapshot_with_forged_meta_is_skipped(
     snapped: tuple[Ledger, Path], statement: str, params: tuple[object, ...], reason: str
 ) -> None:
-    """Forged meta (chain value, log id, position, projector versions, format) or a missing
-    table: the snapshot is skipped with its reason logged, and the next older one used."""
+    """Forged meta (chain value, log id, position, projector versions, format), a missing
+    table, or a schema this code does not write (a trigger that would bend each fold into
+    the snapshot while its rows still match a refold, a view, an index, a column): the
+    snapshot is skipped with its reason logged, and the next older one used."""
     ledger, path = snapped
     expected = observe_at(ledger, 35)
     edit(path, statement, params)
