@@ -325,3 +325,98 @@ class ScratchDatabase(Database):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def copy_to(self, target: Path) -> None:
+        """Copy the whole database into a new file `target` (SQLite's backup API), kept in
+        WAL mode so that a fold into it can stay uncommitted (`SnapshotDatabase`)."""
+        where = f"snapshot {target}"
+        try:
+            copy = sqlite3.connect(str(target), isolation_level=None)
+        except sqlite3.Error as exc:
+            raise translate(exc, "create", where) from None
+        try:
+            self._conn.backup(copy)
+            copy.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.Error as exc:
+            raise translate(exc, "write", where) from None
+        finally:
+            copy.close()
+
+    @classmethod
+    def copy_of(cls, source: Path, directory: Path) -> ScratchDatabase:
+        """A scratch file in `directory` holding a copy of the SQLite file `source`, read
+        through a read-only connection (which never changes it)."""
+        scratch = cls.beside(directory / source.name)
+        try:
+            original = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                original.backup(scratch._conn)
+            finally:
+                original.close()
+        except sqlite3.Error as exc:
+            scratch.close()
+            raise translate(exc, "copy", f"snapshot {source}") from None
+        return scratch
+
+
+class SnapshotDatabase(Database):
+    """A snapshot file (`projections._snapshots`) opened to fold a few events into inside
+    one write transaction that is never committed: in WAL mode its pages go to the WAL as
+    frames no commit ever marks, so the file is left as it was, even by a crash, and closing
+    rolls it back. A second user finds the file locked (`LogBusyError`, at once)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        where = f"snapshot {path}"
+        try:
+            conn = sqlite3.connect(
+                f"{path.resolve().as_uri()}?mode=rw",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=0,
+            )
+        except sqlite3.Error as exc:
+            raise translate(exc, "open", where) from None
+        super().__init__(conn, where, owned=True)
+        try:
+            conn.execute(f"PRAGMA cache_size=-{SCRATCH_CACHE_KIB}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise translate(exc, "open", where) from None
+        self._sealed = False
+
+    @contextmanager
+    def bulk(self) -> Iterator[SnapshotDatabase]:
+        """Writes inside the transaction already open (never committed)."""
+        yield self
+
+    def seal(self) -> None:
+        """Refuse every write from now on, as `ScratchDatabase.seal` does."""
+        try:
+            _refuse_writes(self._conn)
+        except sqlite3.Error as exc:
+            raise translate(exc, "seal", self._where) from None
+        self._sealed = True
+
+    def _translate(self, exc: sqlite3.Error, action: str) -> Exception:
+        if self._sealed and _refused_write(exc):
+            return ReadOnlyStoreError(SEALED)
+        return super()._translate(exc, action)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[SnapshotDatabase]:
+        """Reads, in the shape a store's snapshot has."""
+        yield self
+
+    def close(self) -> None:
+        """Roll back whatever was folded and close the file, unchanged."""
+        try:
+            if self._conn.in_transaction:
+                self._conn.rollback()
+        except sqlite3.Error:
+            pass
+        finally:
+            super().close()

@@ -85,6 +85,11 @@ def erased_positions(db: Queryable) -> set[int]:
     return {row.position for row in sql_knowledge.ERASED_ALL.rows(db)}
 
 
+def latest_erasure(db: Queryable) -> int:
+    """The position of the latest authorized erasure that removed a text (0: none)."""
+    return max((row.erasure_position for row in sql_knowledge.ERASED_ALL.rows(db)), default=0)
+
+
 def quarantines(db: Queryable) -> list[Quarantine]:
     """Every quarantine that took effect."""
     return sql_knowledge.QUARANTINE_ALL.rows(db)

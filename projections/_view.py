@@ -34,6 +34,7 @@ from projections._lineage import LineageProjector
 from projections._projector import Projection, Projector, fold
 from projections._reads import Queryable, SnapshotSource
 from projections._receipts import ReceiptProjector
+from projections._snapshots import folded_at
 from projections._trust import MemoryTrustPolicy, active_trust_policy
 from projections._validation import check_allow_list, check_limit, check_memory_type, check_tags
 
@@ -72,10 +73,17 @@ class MemoryView:
         *,
         db_path: str | os.PathLike[str],
         resources: Iterable[Any] = (),
+        folded_from: int | None = None,
+        events_folded: int | None = None,
     ) -> None:
         self._reader = reader
         self.db_path = Path(db_path) if str(db_path) != ":memory:" else db_path
         self._resources = builtins.list(resources)
+        self.folded_from = folded_from
+        """For a view of a past position: the snapshot it was folded from (0: the first
+        event); None for a view of a live read model."""
+        self.events_folded = events_folded
+        """For a view of a past position: how many events were folded after `folded_from`."""
 
     @property
     def read_only(self) -> bool:
@@ -164,11 +172,37 @@ class MemoryView:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
-def view_at(event_log: EventLog, position: int, *, db_path: str | os.PathLike[str]) -> MemoryView:
-    """A view of the state right after `position`, folded in memory from `event_log`."""
+def view_at(
+    event_log: EventLog,
+    position: int,
+    *,
+    db_path: str | os.PathLike[str],
+    snapshots: Path | None = None,
+    erased_after: int = 0,
+) -> MemoryView:
+    """A view of the state right after `position`, folded from the nearest usable snapshot
+    in `snapshots` at or before it (`projections._snapshots.folded_at`), else in memory from
+    the first event. The view's `folded_from` and `events_folded` say which."""
     check_position("position", position)
-    scratch = _folded(event_log, position)
-    return MemoryView(scratch, db_path=db_path, resources=[scratch])
+    folded = folded_at(
+        event_log,
+        position,
+        default_projectors(event_log.log_id),
+        directory=snapshots,
+        erased_after=erased_after,
+    )
+    try:
+        folded.database.seal()
+    except BaseException:
+        folded.close()
+        raise
+    return MemoryView(
+        folded.database,
+        db_path=db_path,
+        resources=[folded],
+        folded_from=folded.folded_from,
+        events_folded=folded.events_folded,
+    )
 
 
 def _folded(event_log: EventLog, position: int) -> ScratchDatabase:

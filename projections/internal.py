@@ -67,8 +67,8 @@ from projections._projector import (
     ProjectedTransaction,
     Projection,
     Projector,
+    TableWriter,
     batches,
-    fold,
 )
 from projections._reads import (
     Queryable,
@@ -80,6 +80,34 @@ from projections._receipts import (
 from projections._secrets import (
     SecretsMode,
     chosen_mode,
+)
+from projections._snapshot_check import (
+    SnapshotCheck,
+    check_snapshot_files,
+)
+from projections._snapshots import (
+    EVERY as SNAPSHOT_EVERY,
+)
+from projections._snapshots import (
+    KEEP as SNAPSHOT_KEEP,
+)
+from projections._snapshots import (
+    Taken as SnapshotsTaken,
+)
+from projections._snapshots import (
+    directory_beside as snapshot_directory,
+)
+from projections._snapshots import (
+    folded_at,
+)
+from projections._snapshots import (
+    planned as planned_snapshots,
+)
+from projections._snapshots import (
+    remove_all as remove_snapshots,
+)
+from projections._snapshots import (
+    take as take_snapshots,
 )
 from projections._tags import (
     list_tags,
@@ -102,6 +130,8 @@ from projections._view import (
 __all__ = [
     "MEMORY_TYPES",
     "SCOPES",
+    "SNAPSHOT_EVERY",
+    "SNAPSHOT_KEEP",
     "DriftReport",
     "ErasureVerdict",
     "Identity",
@@ -119,7 +149,10 @@ __all__ = [
     "ReceiptProjector",
     "ScratchDatabase",
     "SecretsMode",
+    "SnapshotCheck",
+    "SnapshotsTaken",
     "TableComparison",
+    "TableWriter",
     "agent_reading",
     "batches",
     "cache_hint",
@@ -127,6 +160,7 @@ __all__ = [
     "check_cache",
     "check_key",
     "check_scope",
+    "check_snapshot_files",
     "check_tag",
     "checkpoint_drift",
     "chosen_mode",
@@ -135,7 +169,7 @@ __all__ = [
     "default_projectors",
     "environment",
     "fact_identity",
-    "fold",
+    "folded_at",
     "holds_legacy_table",
     "index_in_cache",
     "index_in_log_file",
@@ -148,12 +182,16 @@ __all__ = [
     "list_tags",
     "matching_positions",
     "open_read_model",
+    "planned_snapshots",
     "policy_for",
     "read_model_at_head",
     "read_model_drift",
     "reading",
     "receipts",
+    "remove_snapshots",
     "run_key",
+    "snapshot_directory",
     "table_digests",
+    "take_snapshots",
     "view_at",
 ]

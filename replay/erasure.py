@@ -32,13 +32,14 @@ from eventlog.backend import ServerErasingLog
 from eventlog.checks import check_optional_identifier, check_position, check_positions
 from eventlog.events import ContentErased
 from eventlog.logs import get_logger
-from projections.internal import Queryable, inquiries
+from projections.internal import Queryable, inquiries, remove_snapshots
 from projections.internal import lineage as graph
 from replay.errors import NotAuthorizedError
 from replay.keys import KeySource, operator_key
 from replay.lineage import levels
 from replay.operators import Actor, append_with_effect, check_reason, signed_event
 from replay.quarantine import RESPONDER
+from replay.snapshots import directory_of
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
@@ -166,6 +167,7 @@ def erase(
         records = append_with_effect(tx, signed)
         removed = tx.erase_texts(records[0].position, pending)
     note = _after(ledger)
+    remove_snapshots(directory_of(ledger))
     log.info(
         "content_erased",
         position=records[0].position,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, assert_never
 
 import msgspec
@@ -14,6 +14,7 @@ from eventlog import (
     FactRejected,
     InvalidInputError,
     LegacyClaims,
+    LogSnapshot,
     MemoryAdded,
     MemoryRemoved,
     MemoryReweighted,
@@ -29,7 +30,9 @@ from eventlog.checks import check_optional_identifier, check_position, check_pos
 from eventlog.events import ContentErased, LogMigrated, RecordedPayload
 from eventlog.signing import authorization_of, claims_of
 from projections.internal import (
+    Queryable,
     conflicts,
+    default_projectors,
     inquiries,
 )
 from projections.internal import (
@@ -38,6 +41,7 @@ from projections.internal import (
 from replay.conflicts import HeldVersion, held_version
 from replay.erased import ErasedBy, erased_by
 from replay.lineage import Descendant, descendant_levels
+from replay.snapshots import folded_past, past_position
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
@@ -194,9 +198,12 @@ def blast_radius(
     since_position: int | None = None,
     depth: int | None = None,
     run_id: str | None = None,
+    at: int | None = None,
 ) -> BlastRadius:
     """Trace a suspect (every given selector must match) through the log and the receipts.
-    Descendants are followed `depth` levels down the lineage graph (all, when None)."""
+    Descendants are followed `depth` levels down the lineage graph (all, when None). With
+    `at`, as it stood right after that position (the read model folded from the nearest
+    snapshot, `replay.snapshots`); a text erased since shows as erased."""
     adapter = check_optional_identifier("source_adapter", source_adapter)
     producer = check_optional_identifier("producer_task_id", producer_task_id)
     run = check_optional_identifier("run_id", run_id)
@@ -207,75 +214,107 @@ def blast_radius(
         raise InvalidInputError(
             "blast_radius needs a selector: source_adapter, producer_task_id, run_id or positions"
         )
+    suspect = _Suspect(adapter=adapter, producer=producer, run=run, chosen=chosen)
+    if at is None:
+        with ledger.at_head() as (snap, model):
+            return _radius(
+                snap, model, lambda ps: erased_by(snap, model, ps), suspect, since, bound
+            )
+    target = past_position(ledger, at)
+    with (
+        folded_past(ledger, target, default_projectors(ledger.log_id)) as (then, model),
+        ledger.at_head() as (now, live),
+    ):
+        return _radius(then, model, lambda ps: erased_by(now, live, ps), suspect, since, bound)
+
+
+class _Suspect(msgspec.Struct, frozen=True, kw_only=True):
+    """A blast radius's selectors, checked."""
+
+    adapter: str | None
+    producer: str | None
+    run: str | None
+    chosen: tuple[int, ...]
+
+
+def _radius(
+    snap: LogSnapshot,
+    model: Queryable,
+    erased_of: Callable[[list[int]], dict[int, ErasedBy]],
+    suspect: _Suspect,
+    since: int,
+    bound: int | None,
+) -> BlastRadius:
+    """The blast radius of `suspect` in the log read through `snap`, its read model `model`."""
+    adapter, producer, run, chosen = suspect.adapter, suspect.producer, suspect.run, suspect.chosen
     wanted = set(chosen)
-    with ledger.at_head() as (snap, model):
-        head = snap.head().position
-        found: list[tuple[RecordedEvent, str]] = []
-        receipts: list[SuspectReceipt] = []
-        for record in snap.read(after=since, until=head):
-            if (
-                (adapter is not None and record.source_adapter != adapter)
-                or (producer is not None and record.producer_task_id != producer)
-                or (run is not None and record.run_id != run)
-                or (wanted and record.position not in wanted)
-            ):
-                continue
-            subject = event_subject(record.payload)
-            if subject is None:
-                receipts.append(_receipt(record))
-            else:
-                found.append((record, subject))
-        refused = {
-            row.position: row.reason
-            for row in inquiries.unauthorized(model, [r.position for r, _ in found])
-        }
-        erased = erased_by(snap, model, [r.position for r, _ in found])
-        events = [
-            _suspect(r, subject, refused.get(r.position), erased.get(r.position))
-            for r, subject in found
-        ]
-        suspects = [e.position for e in events]
-        suspect_set = set(suspects)
-        touching = inquiries.receipts_touching(model, suspects)
-        live_facts = [_live_fact(r) for r in inquiries.live_facts(model, suspects)]
-        live_entries = [_live_entry(r) for r in inquiries.live_entries(model, suspects)]
-        exposed = [_exposure(r) for r in touching if r.included]
-        descendants = descendant_levels(snap, model, suspects, bound)
-        summary = BlastSummary(
-            events=len(events),
-            live=len(live_facts) + len(live_entries),
-            prompts_reached=len({e.receipt_position for e in exposed}),
-            descendants=sum(len(level) for level in descendants),
-            quarantined=len(inquiries.quarantined_among(model, suspects)),
-            erased=len(erased),
-        )
-        return BlastRadius(
-            source_adapter=adapter,
-            producer_task_id=producer,
-            run_id=run,
-            positions=chosen,
-            since_position=since,
-            head_position=head,
-            summary=summary,
-            events=events,
-            live_facts=live_facts,
-            live_entries=live_entries,
-            overwritten=[
-                _replacement(r)
-                for r in inquiries.replaced_by(model, suspects)
-                if r.other_position not in suspect_set
-            ],
-            superseded=[
-                _replacement(r)
-                for r in inquiries.replaced_later(model, suspects)
-                if r.other_position not in suspect_set
-            ],
-            exposed=exposed,
-            shielded=[_exposure(r) for r in touching if not r.included],
-            held=[held_version(r) for r in conflicts.held_versions(model, suspects)],
-            descendants=descendants,
-            receipts=receipts,
-        )
+    head = snap.head().position
+    found: list[tuple[RecordedEvent, str]] = []
+    receipts: list[SuspectReceipt] = []
+    for record in snap.read(after=since, until=head):
+        if (
+            (adapter is not None and record.source_adapter != adapter)
+            or (producer is not None and record.producer_task_id != producer)
+            or (run is not None and record.run_id != run)
+            or (wanted and record.position not in wanted)
+        ):
+            continue
+        subject = event_subject(record.payload)
+        if subject is None:
+            receipts.append(_receipt(record))
+        else:
+            found.append((record, subject))
+    refused = {
+        row.position: row.reason
+        for row in inquiries.unauthorized(model, [r.position for r, _ in found])
+    }
+    erased = erased_of([r.position for r, _ in found])
+    events = [
+        _suspect(r, subject, refused.get(r.position), erased.get(r.position))
+        for r, subject in found
+    ]
+    suspects = [e.position for e in events]
+    suspect_set = set(suspects)
+    touching = inquiries.receipts_touching(model, suspects)
+    live_facts = [_live_fact(r) for r in inquiries.live_facts(model, suspects)]
+    live_entries = [_live_entry(r) for r in inquiries.live_entries(model, suspects)]
+    exposed = [_exposure(r) for r in touching if r.included]
+    descendants = descendant_levels(snap, model, suspects, bound)
+    summary = BlastSummary(
+        events=len(events),
+        live=len(live_facts) + len(live_entries),
+        prompts_reached=len({e.receipt_position for e in exposed}),
+        descendants=sum(len(level) for level in descendants),
+        quarantined=len(inquiries.quarantined_among(model, suspects)),
+        erased=len(erased),
+    )
+    return BlastRadius(
+        source_adapter=adapter,
+        producer_task_id=producer,
+        run_id=run,
+        positions=chosen,
+        since_position=since,
+        head_position=head,
+        summary=summary,
+        events=events,
+        live_facts=live_facts,
+        live_entries=live_entries,
+        overwritten=[
+            _replacement(r)
+            for r in inquiries.replaced_by(model, suspects)
+            if r.other_position not in suspect_set
+        ],
+        superseded=[
+            _replacement(r)
+            for r in inquiries.replaced_later(model, suspects)
+            if r.other_position not in suspect_set
+        ],
+        exposed=exposed,
+        shielded=[_exposure(r) for r in touching if not r.included],
+        held=[held_version(r) for r in conflicts.held_versions(model, suspects)],
+        descendants=descendants,
+        receipts=receipts,
+    )
 
 
 def _suspect(

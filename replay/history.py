@@ -3,7 +3,8 @@ and what changed between two log positions (`diff`), each with the events respon
 
 `history` and `blame` read the ledger's read model at the log's head (`Ledger.at_head`: a
 host's cache caught up, the file's tables when current, else a fold in memory), so they
-always describe the whole log. `diff` folds the log up to both points. Nothing is written.
+always describe the whole log; `history` at a past position, and `diff`, fold the log from
+the nearest snapshot at or before their first point (`replay.snapshots`). Nothing is written.
 `history` also lists the quarantines and releases that touch the versions it shows, each
 marked as having taken effect or not (an operator action the log's operators did not sign
 is unauthorized). A version whose text an operator erased shows as `erased`, with the
@@ -12,7 +13,7 @@ erasure that removed it and never a value (`replay.erased`); `diff` marks such a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Literal, assert_never
 
 import msgspec
@@ -42,19 +43,20 @@ from projections.internal import (
     Identity,
     KnowledgeProjector,
     Queryable,
-    ScratchDatabase,
+    TableWriter,
     batches,
     check_key,
     check_scope,
     check_tag,
     conflicts,
     fact_identity,
-    fold,
+    folded_at,
     inquiries,
     matching_positions,
 )
 from replay.conflicts import HeldVersion, held_version
 from replay.erased import ErasedBy, erased_by
+from replay.snapshots import folded_past, kept, past_position
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
@@ -208,37 +210,55 @@ def history(
     tag: str | None = None,
     key: str | None = None,
     run_id: str | None = None,
+    at: int | None = None,
 ) -> FactHistory:
     """Every version of the facts matching the filters (all facts without any), oldest first.
 
     `run_id` selects versions published in that run (for run-scoped facts, the fact's run).
+    With `at`, the history as it was right after that position, folded from the nearest
+    snapshot (`replay.snapshots`); a text erased since shows as erased.
     """
     filters = _filters(scope, tag, key, run_id)
-    with ledger.at_head([KnowledgeProjector(ledger.log_id)]) as (snap, model):
-        rows = inquiries.fact_versions(model, **filters)
-        event_ids = _event_ids(snap, [row.position for row in rows])
-        erased = erased_by(snap, model, [row.position for row in rows])
-        versions = [
-            _version(row, event_ids[row.position], erased.get(row.position)) for row in rows
-        ]
-        actions = _actions(snap, model, {row.position for row in rows})
-        held = [held_version(row) for row in conflicts.held_matching(model, **filters)]
-        return FactHistory(
-            at_position=snap.head().position,
-            versions=versions,
-            actions=actions,
-            held=held,
-            unreadable=[
-                UnreadableRow(
-                    position=row.position,
-                    claimed_kind=row.claimed_kind,
-                    source_adapter=row.source_adapter,
-                    producer_task_id=row.producer_task_id,
-                    reason=row.reason,
-                )
-                for row in inquiries.unreadable_rows(model)
-            ],
-        )
+    projectors = [KnowledgeProjector(ledger.log_id)]
+    if at is None:
+        with ledger.at_head(projectors) as (snap, model):
+            return _history(snap, model, filters, lambda ps: erased_by(snap, model, ps))
+    target = past_position(ledger, at)
+    with (
+        folded_past(ledger, target, projectors) as (then, model),
+        ledger.at_head(projectors) as (now, live),
+    ):
+        return _history(then, model, filters, lambda ps: erased_by(now, live, ps))
+
+
+def _history(
+    snap: LogSnapshot,
+    model: Queryable,
+    filters: dict[str, str | None],
+    erased_of: Callable[[list[int]], dict[int, ErasedBy]],
+) -> FactHistory:
+    rows = inquiries.fact_versions(model, **filters)
+    event_ids = _event_ids(snap, [row.position for row in rows])
+    erased = erased_of([row.position for row in rows])
+    versions = [_version(row, event_ids[row.position], erased.get(row.position)) for row in rows]
+    actions = _actions(snap, model, {row.position for row in rows})
+    held = [held_version(row) for row in conflicts.held_matching(model, **filters)]
+    return FactHistory(
+        at_position=snap.head().position,
+        versions=versions,
+        actions=actions,
+        held=held,
+        unreadable=[
+            UnreadableRow(
+                position=row.position,
+                claimed_kind=row.claimed_kind,
+                source_adapter=row.source_adapter,
+                producer_task_id=row.producer_task_id,
+                reason=row.reason,
+            )
+            for row in inquiries.unreadable_rows(model)
+        ],
+    )
 
 
 def blame(
@@ -290,19 +310,22 @@ def diff(
     if start > end:
         raise InvalidInputError(f"from_position {start} is after to_position {end}")
     event_log = ledger.event_log
-    scratch = ScratchDatabase()
+    head = event_log.head().position
+    if end > head:
+        raise InvalidInputError(f"to_position {end} is past the log head {head}")
+    projector = KnowledgeProjector(event_log.log_id)
+    directory, erased_after = kept(ledger)
+    folded = folded_at(
+        event_log, start, [projector], directory=directory, erased_after=erased_after
+    )
     try:
-        with event_log.snapshot() as snap, scratch.bulk():
-            head = snap.head().position
-            if end > head:
-                raise InvalidInputError(f"to_position {end} is past the log head {head}")
-            projector = KnowledgeProjector(event_log.log_id)
-            fold(scratch, [projector], snap.read(until=start))
-            before = _current(scratch)
-            causes = _fold_noting_causes(scratch, projector, snap.read(after=start, until=end))
-            after = _current(scratch)
+        before = _current(folded.database)
+        with folded.database.bulk():
+            events = event_log.read(after=start, until=end)
+            causes = _fold_noting_causes(folded.database, projector, events)
+        after = _current(folded.database)
     finally:
-        scratch.close()
+        folded.close()
     changes = [
         _change(identity, before.get(identity), after.get(identity), causes[identity])
         for identity in sorted(before.keys() | after.keys())
@@ -462,7 +485,7 @@ def _version(row: inquiries.Version, event_id: str, erased: ErasedBy | None) -> 
 
 
 def _fold_noting_causes(
-    scratch: ScratchDatabase, projector: KnowledgeProjector, events: Iterable[RecordedEvent]
+    scratch: TableWriter, projector: KnowledgeProjector, events: Iterable[RecordedEvent]
 ) -> dict[Identity, RecordedEvent]:
     """Fold `events`; return, per fact, the last of them that moved its current version: a
     publish that became current (not one a conflict policy held or denied), or an operator

@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Concatenate, ParamSpec, TypeVar
 
-from eventlog import EventLog, InvalidTypeError, LogSnapshot, open_log
+from eventlog import EventLog, FactledgerError, InvalidTypeError, LogSnapshot, open_log
 from eventlog.checks import check_path, is_dsn
+from eventlog.logs import get_logger
 from projections.internal import (
     IndexTables,
     LiveReadModel,
@@ -52,8 +53,11 @@ from replay.quarantine import quarantine, release
 from replay.rebuild import rebuild
 from replay.receipts import receipts
 from replay.report import report
+from replay.snapshots import check_snapshots, snapshot, snapshot_at_head
 from replay.timetravel import as_of
 from replay.transfer import export_log, import_legacy
+
+log = get_logger("factledger.replay")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -211,14 +215,31 @@ class Ledger:
                 prover = self._kept_prover
         return prover
 
-    def checkpoint(self, *, key: KeySource | None = None) -> Checkpoint:
+    def checkpoint(
+        self, *, key: KeySource | None = None, snapshot: bool | None = None
+    ) -> Checkpoint:
         """A checkpoint of the log at its head now, signed if `key` (an operator key or its
         file) is given. The first checkpoint walks and verifies the log (a row that fails
         raises `CorruptLogError`); later ones walk only what was appended since. A proof
         reads the Merkle index kept beside the read model instead, checked against the
-        checkpoint (`replay.proofs.Prover`)."""
+        checkpoint (`replay.proofs.Prover`).
+
+        `snapshot`: None (the default) also writes a snapshot of the read model at the log's
+        head when the ledger was opened for writing and its snapshots are enabled (`snapshot`
+        made their directory), logging a warning if it cannot; True always writes one
+        (refused up front by a ledger opened read-only); False never does."""
         self.require_open()
-        return self._prover.checkpoint(key=key)
+        if snapshot is True:
+            self.require_writable("a checkpoint with a snapshot writes a snapshot file")
+        made = self._prover.checkpoint(key=key)
+        if snapshot is True:
+            snapshot_at_head(self, required=True)
+        elif snapshot is None:
+            try:
+                snapshot_at_head(self)
+            except (FactledgerError, OSError) as exc:
+                log.warning("snapshot_failed", error=type(exc).__name__)
+        return made
 
     def prove_inclusion(self, position: int, checkpoint: Checkpoint) -> InclusionProof:
         """Prove that the event at `position` is in the log as `checkpoint` describes it."""
@@ -234,6 +255,8 @@ class Ledger:
 
     verify = verify
     rebuild = rebuild
+    snapshot = snapshot
+    check_snapshots = check_snapshots
     as_of = as_of
     history = history
     blame = blame

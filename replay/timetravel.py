@@ -18,6 +18,7 @@ from projections import (
 from projections.internal import (
     view_at,
 )
+from replay.snapshots import kept
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
@@ -28,8 +29,10 @@ def as_of(ledger: Ledger, *, position: int | None = None, ts_ns: int | None = No
     position whose event has `ts_ns` at or before the given `ts_ns`. Give exactly one.
 
     `CrossTaskKB(view, run_id=...)` over it subscribes and lists history as it would have then;
-    every write through it raises `ReadOnlyStoreError`. It is folded in memory, so it stays
-    usable after the ledger closes; close it when done.
+    every write through it raises `ReadOnlyStoreError`. It is folded from the nearest usable
+    snapshot at or before the point (`replay.snapshots`; the view's `folded_from` and
+    `events_folded` say which), else in memory from the first event; either way it stays
+    usable after the ledger closes. Close it when done.
     """
     if (position is None) == (ts_ns is None):
         raise InvalidInputError("as_of needs exactly one of position and ts_ns")
@@ -39,7 +42,10 @@ def as_of(ledger: Ledger, *, position: int | None = None, ts_ns: int | None = No
             target = _position(snap, position)
         else:
             target = _position_at(snap, check_ts_ns(ts_ns))
-    return view_at(event_log, target, db_path=ledger.target)
+    directory, erased_after = kept(ledger)
+    return view_at(
+        event_log, target, db_path=ledger.target, snapshots=directory, erased_after=erased_after
+    )
 
 
 def _position(snap: LogSnapshot, position: object) -> int:

@@ -21,6 +21,7 @@ SQL_HOMES = {
     "projections/_sql_reads.py",
     "projections/_sql_audit.py",
     "projections/_sql_merkle.py",
+    "projections/_sql_snapshots.py",
     "projections/_database.py",
 }
 """The log's SQL lives in its backends; the read model's in its SQL modules: its statements

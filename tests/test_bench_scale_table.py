@@ -18,6 +18,7 @@ MEASURES = [
     "as-of early (1%)",
     "as-of late (99%)",
     "diff (98% to 99%)",
+    "history --at (99%)",
     "prove (fresh process)",
     "blast radius (one adapter)",
 ]

@@ -1,4 +1,4 @@
-"""Audit: verify, checkpoint, keygen, prove, rebuild."""
+"""Audit: verify, checkpoint, keygen, prove, rebuild, snapshot."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from eventlog import StorageError
+from projections.internal import SNAPSHOT_EVERY, SNAPSHOT_KEEP
 from replay.checkpoints import Checkpoint
 from replay.cli import output
 from replay.cli.app import EXIT_ERROR, EXIT_OK, EXIT_TAMPERED, Session, app, fail
@@ -94,11 +95,16 @@ def verify_(
     help="operator private key file to sign the checkpoint (default: $FACTLEDGER_OPERATOR_KEY)",
 )
 @click.option("--out", type=out_path, help="also write the checkpoint to this file")
+@click.option(
+    "--snapshot",
+    is_flag=True,
+    help="also write a snapshot of the read model at the log's head (opens it for writing)",
+)
 @click.pass_obj
-def checkpoint_(session: Session, key: str | None, out: Path | None) -> int:
+def checkpoint_(session: Session, key: str | None, out: Path | None, snapshot: bool) -> int:
     """Take a checkpoint to keep outside the database (a signed note with --key)."""
-    with session.ledger() as ledger:
-        taken = ledger.checkpoint(key=session.operator_key(key))
+    with session.ledger(read_only=not snapshot) as ledger:
+        taken = ledger.checkpoint(key=session.operator_key(key), snapshot=snapshot or None)
     if out is not None:
         with replacing(out) as stream:
             stream.write(str(taken))
@@ -151,3 +157,44 @@ def rebuild_(session: Session, swap: bool) -> int:
         report = ledger.rebuild(swap=swap, progress=progress)
     session.emit(report)
     return EXIT_OK if report.matches or swap else EXIT_TAMPERED
+
+
+@app.command("snapshot")
+@click.option(
+    "--every",
+    type=click.IntRange(min=1),
+    default=SNAPSHOT_EVERY,
+    show_default=True,
+    help="events between snapshots: a past state folds at most this many",
+)
+@click.option(
+    "--keep",
+    type=click.IntRange(min=1),
+    default=SNAPSHOT_KEEP,
+    show_default=True,
+    help="keep the newest this many snapshots (each holds the whole read model)",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="write nothing: hold every snapshot to the log refolded (exit 2 if one differs)",
+)
+@click.pass_obj
+def snapshot_(session: Session, every: int, keep: int, check: bool) -> int:
+    """Write the missing snapshots of the read model (beside the database, in DB.snapshots/)
+    at the newest --keep multiples of --every, folding once from the newest usable one, and
+    remove older ones; as-of, diff and history --at then fold from the nearest.
+
+    Snapshots are disposable (deleting them loses nothing) and enable one more at each
+    `checkpoint` of a ledger opened for writing. With --check, compare each with the log
+    refolded up to its position instead: exit 2 when a usable snapshot differs.
+    """
+    if check:
+        with session.ledger() as ledger, output.progress("refolded") as progress:
+            checks = ledger.check_snapshots(progress=progress)
+        session.emit(checks)
+        return EXIT_TAMPERED if any(c.usable and not c.matches for c in checks) else EXIT_OK
+    with session.ledger(read_only=False) as ledger, output.progress("folded") as progress:
+        taken = ledger.snapshot(every=every, keep=keep, progress=progress)
+    session.emit(taken)
+    return EXIT_OK

@@ -51,6 +51,12 @@ def needs_suspect(command: str, *given: object) -> None:
 @click.option(
     "--depth", type=click.IntRange(min=1), help="follow descendants this many levels (default: all)"
 )
+@click.option(
+    "--at",
+    metavar="POSITION",
+    type=POSITION,
+    help="as it stood right after this position (folded from the nearest snapshot)",
+)
 @raw_option
 @click.pass_obj
 def blast_radius_(
@@ -62,6 +68,7 @@ def blast_radius_(
     since: int | None,
     limit: int,
     depth: int | None,
+    at: int | None,
     raw: bool,
 ) -> int:
     """What a suspect wrote, what is live, and which prompts it reached; personal data (in
@@ -79,6 +86,7 @@ def blast_radius_(
             positions=list(positions) or None,
             since_position=since,
             depth=depth,
+            at=at,
         )
     session.emit_cut(shown(radius, raw), limit)
     return EXIT_OK

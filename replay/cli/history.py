@@ -64,6 +64,12 @@ def time_ns(ctx: click.Context, param: click.Parameter, value: str | None) -> in
 @click.option(
     "--limit", type=LIMIT, default=100, show_default=True, help="show the newest this many"
 )
+@click.option(
+    "--at",
+    metavar="POSITION",
+    type=POSITION,
+    help="the history as it was right after this position (folded from the nearest snapshot)",
+)
 @all_option
 @raw_option
 @click.pass_obj
@@ -74,6 +80,7 @@ def history_(
     scope: str | None,
     run: str | None,
     limit: int,
+    at: int | None,
     show_all: bool,
     raw: bool,
 ) -> int:
@@ -87,7 +94,7 @@ def history_(
     """
     reader = CommandReader(session)
     with session.ledger() as ledger:
-        found = ledger.history(scope=scope, tag=tag, key=key, run_id=run)
+        found = ledger.history(scope=scope, tag=tag, key=key, run_id=run, at=at)
     with reader.judging_store() as store:
         how = reader.reading(store, show_all)
         marked = trusted_history(found, store, how, tags=_tags(tag))

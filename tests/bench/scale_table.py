@@ -3,6 +3,7 @@ the repository, and prints build time, file size, verify, rebuild, checkpoint, a
 and late, diff, prove and blast radius, each with its peak RSS:
 
     python -m tests.bench.scale_table --events 1000000 --dir /var/tmp/scale-table [--reuse]
+        [--snapshot-every N [--snapshot-keep K]]
 
 The log: 135-byte memory texts from a few adapters written by `add_many` of 1,000 in the fast
 mode, every tenth batch facts under a few tags by `publish_many`, and a prompt built by
@@ -10,6 +11,11 @@ mode, every tenth batch facts under a few tags by `publish_many`, and a prompt b
 command built for the same `--events` in `--dir`. Every measure runs in a new process
 (spawned), timed there from opening the log to the answer; its peak RSS is that process's
 VmHWM.
+
+With `--snapshot-every N`, snapshots of the read model are written first (`factledger
+snapshot --every N --keep K`, timed in its own process, any old ones removed), their storage
+is printed, and as-of late, diff and history --at are measured twice in the same run: from
+the snapshots, and from the first event (the snapshot directory moved aside).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import argparse
 import json
 import multiprocessing
 import random
+import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -168,6 +175,49 @@ def _diff(path: str, old: int, new: int) -> tuple[float, int, str]:
     return _timed(work, path)
 
 
+def _history_at(path: str, position: int) -> tuple[float, int, str]:
+    def work(ledger: Ledger) -> str:
+        found = ledger.history(tag=FACT_TAGS[0], at=position)
+        return f"position {position:,}: {len(found.versions):,} versions under {FACT_TAGS[0]}"
+
+    return _timed(work, path)
+
+
+def _snapshot(path: str, every: int, keep: int) -> tuple[float, int, str]:
+    silence_logs()
+    start = time.perf_counter()
+    with Ledger.open(path, read_only=False) as ledger:
+        taken = ledger.snapshot(every=every, keep=keep)
+    return (
+        time.perf_counter() - start,
+        peak_rss_kib(),
+        f"{len(taken.written)} written (every {every:,}, keep {keep}), "
+        f"{taken.events_folded:,} events folded",
+    )
+
+
+def snapshot_storage(path: Path) -> Row:
+    """What the snapshots beside the log at `path` take on disk."""
+    found = sorted(snapshot_dir(path).glob("at-*.sqlite"))
+    sizes = [f.stat().st_size for f in found]
+    newest = int(found[-1].name[3:15]) if found else 0
+    per_event = sizes[-1] / newest if newest else 0.0
+    return Row(
+        "snapshot storage",
+        None,
+        None,
+        None,
+        f"{len(found)} files, {sum(sizes) / 1e6:,.1f} MB in all, newest {sizes[-1] / 1e6:,.1f} MB"
+        f" ({per_event:,.0f} bytes/event of read model)"
+        if found
+        else "none",
+    )
+
+
+def snapshot_dir(path: Path) -> Path:
+    return path.with_name(path.name + ".snapshots")
+
+
 def _prove(path: str, position: int, checkpoint: str) -> tuple[float, int, str]:
     taken = Checkpoint.parse(checkpoint)
 
@@ -196,7 +246,37 @@ def in_fresh_process(work: Callable[..., tuple[float, int, str]], *args: Any) ->
 
 
 def measure(path: Path, events: int) -> list[Row]:
-    """Every measure at the log at `path` of `events` events, each in its own process."""
+    """Every measure at the log at `path` of `events` events, each in its own process; with
+    snapshots beside it, the past states also from the first event (snapshots moved aside)."""
+    where = str(path)
+    late, before = events * 99 // 100, events * 98 // 100
+    rows = _measure(path, events)
+    kept = snapshot_dir(path)
+    if kept.is_dir():
+        aside = kept.with_name(kept.name + ".aside")
+        kept.rename(aside)
+        try:
+            rows += [
+                _row("as-of late (99%), from the first event", _in(_as_of, where, late), late),
+                _row("diff (98% to 99%), from the first event", _in(_diff, where, before, late)),
+                _row("history --at (99%), from the first event", _in(_history_at, where, late)),
+            ]
+        finally:
+            aside.rename(kept)
+    return rows
+
+
+def _row(name: str, done: tuple[float, int, str], folded: int | None = None) -> Row:
+    seconds, peak_kib, detail = done
+    rate = folded / seconds if folded else None
+    return Row(name, seconds, rate, peak_kib / KIB_PER_MB, detail)
+
+
+def _in(work: Callable[..., tuple[float, int, str]], *args: Any) -> tuple[float, int, str]:
+    return in_fresh_process(work, *args)  # type: ignore[no-any-return]
+
+
+def _measure(path: Path, events: int) -> list[Row]:
     where = str(path)
     early, late, before = max(1, events // 100), events * 99 // 100, events * 98 // 100
 
@@ -213,6 +293,7 @@ def measure(path: Path, events: int) -> list[Row]:
         row("as-of early (1%)", in_fresh_process(_as_of, where, early), early),
         row("as-of late (99%)", in_fresh_process(_as_of, where, late), late),
         row("diff (98% to 99%)", in_fresh_process(_diff, where, before, late), None),
+        row("history --at (99%)", in_fresh_process(_history_at, where, late), None),
         row("prove (fresh process)", in_fresh_process(_prove, where, late, taken[2]), None),
         row("blast radius (one adapter)", in_fresh_process(_blast_radius, where), None),
     ]
@@ -263,6 +344,7 @@ def prepare(path: Path, events: int, reuse: bool) -> dict[str, Any]:
             return {**kept, "reused": True}
     for old in (path, *_sidecars(path), record):
         old.unlink(missing_ok=True)
+    shutil.rmtree(snapshot_dir(path), ignore_errors=True)
     built = build(path, events)
     record.write_text(json.dumps(built) + "\n", encoding="utf-8")
     return {**built, "reused": False}
@@ -275,9 +357,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, required=True, help="where the log is built (kept)")
     parser.add_argument("--reuse", action="store_true", help="keep a log built for --events")
     parser.add_argument("--json", type=Path, help="also write every figure here")
+    parser.add_argument(
+        "--snapshot-every", type=int, help="write snapshots every N events before measuring"
+    )
+    parser.add_argument("--snapshot-keep", type=int, default=4, help="snapshots kept (newest)")
     args = parser.parse_args(argv)
     if args.events < 2 * BATCH // 10:
         parser.error("--events must be at least 200")
+    if args.snapshot_every is not None and (args.snapshot_every < 1 or args.snapshot_keep < 1):
+        parser.error("--snapshot-every and --snapshot-keep must be at least 1")
     silence_logs()
     args.dir.mkdir(parents=True, exist_ok=True)
     machine = describe(args.dir)
@@ -295,9 +383,14 @@ def main(argv: list[str] | None = None) -> int:
             + f"{built['events']:,} events, {built['receipts']:,} receipts",
         ),
         Row("file size", None, None, None, f"{size / 1e6:,.1f} MB, {per_event:,.0f} bytes/event"),
-        *measure(path, built["events"]),
     ]
-    targets = judged(rows[2:], per_event)
+    shutil.rmtree(snapshot_dir(path), ignore_errors=True)
+    if args.snapshot_every is not None:
+        every, keep = args.snapshot_every, args.snapshot_keep
+        taken = in_fresh_process(_snapshot, str(path), every, keep)
+        rows += [_row("snapshot (fresh, from the first event)", taken), snapshot_storage(path)]
+    rows += measure(path, built["events"])
+    targets = judged(rows, per_event)
     print(markdown(rows))
     print()
     for target, value, met in targets:

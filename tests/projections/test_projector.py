@@ -16,11 +16,11 @@ from projections import (
     SQLiteMemoryStore,
 )
 from projections._knowledge import KnowledgeProjector
+from projections._projector import fold
 from projections._tables import table_rows
 from projections.internal import (
     ScratchDatabase,
     default_projectors,
-    fold,
 )
 from tests.histories import HISTORIES, Operation, play
 

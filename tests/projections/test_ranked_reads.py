@@ -25,6 +25,7 @@ from projections import (
 from projections import _prompt as prompt_module
 from projections import _reads as reads
 from projections import _sql as sql
+from projections._projector import fold
 from projections._tables import table_rows
 from projections._trust import (
     QUARANTINED,
@@ -34,7 +35,6 @@ from projections._trust import (
 from projections.internal import (
     ScratchDatabase,
     default_projectors,
-    fold,
 )
 
 pytestmark = pytest.mark.read_models

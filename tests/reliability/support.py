@@ -15,10 +15,10 @@ from eventlog import EventLog, FactPublished, MemoryAdded, RecordedEvent, verify
 from projections import (
     SQLiteMemoryStore,
 )
+from projections._projector import fold
 from projections._reads import Queryable
 from projections.internal import (
     default_projectors,
-    fold,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
