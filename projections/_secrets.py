@@ -39,6 +39,7 @@ from typing import Literal
 from eventlog.errors import InvalidInputError, InvalidTypeError
 from projections import _environment as environment
 from projections._errors import SecretRefusedError
+from projections._needles import Search, needles
 from projections._visible import hidden_characters
 
 SecretsMode = Literal["refuse", "redact", "allow"]
@@ -81,6 +82,9 @@ class _Pattern:
     detector: str
     regex: re.Pattern[str]
     valid: Callable[[str], bool] | None = None
+    needles: Search | None = None
+    """Substrings of which every match holds one (`projections._needles`): an ASCII text
+    holding none of them is not searched."""
 
 
 def find_secrets(text: str) -> list[Finding]:
@@ -104,10 +108,17 @@ def find_secrets(text: str) -> list[Finding]:
 
 
 def _found(text: str) -> list[Finding]:
+    ascii_text = text.isascii()
+    lowered = text.lower() if ascii_text else text
     named = [
         finding
         for pattern in _patterns()
-        if pattern.regex.search(text) is not None
+        if not (
+            ascii_text
+            and pattern.needles is not None
+            and not pattern.needles.may_match(text, lowered)
+        )
+        and pattern.regex.search(text) is not None
         for finding in _matches(pattern, text)
     ]
     found = named + [
@@ -275,14 +286,14 @@ def _patterns() -> tuple[_Pattern, ...]:
         "telegram-token": telegram_token.TelegramBotTokenDetector,
         "twilio-key": twilio.TwilioKeyDetector,
     }
-    found = [
-        _Pattern(name, regex)
+    found: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
+        (name, regex, None)
         for name, plugin in library.items()
         for regex in _joined(list(plugin().denylist))
     ]
-    found.append(_Pattern("jwt", re.compile(_JWT), jwt.JwtTokenDetector.is_formally_valid))
-    found.extend(_Pattern(name, re.compile(source)) for name, source in _OURS)
-    return tuple(found)
+    found.append(("jwt", re.compile(_JWT), jwt.JwtTokenDetector.is_formally_valid))
+    found.extend((name, re.compile(source), None) for name, source in _OURS)
+    return tuple(_Pattern(name, regex, valid, needles(regex)) for name, regex, valid in found)
 
 
 def _joined(regexes: list[re.Pattern[str]]) -> list[re.Pattern[str]]:
