@@ -41,7 +41,7 @@ from eventlog import (
     StorageError,
     chain_at,
 )
-from eventlog.backend import ErasingTransaction
+from eventlog.backend import ErasingTransaction, LinkingTransaction
 from eventlog.checks import check_finite, check_position
 from eventlog.logs import get_logger
 from eventlog.stored import genesis_of
@@ -482,6 +482,8 @@ class Projection:
         """Append and fold `events`; return them as recorded, and the log's head after them."""
         before = self._ensure_current(tx)
         records = tx.append_many(events)
+        if isinstance(tx, LinkingTransaction):
+            self._merkle.note(tx.take_links())
         new = [r for r in records if r.position > before]
         if not new:
             return records, before
