@@ -17,6 +17,7 @@ means for trust is `projections._taint`'s.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 
 from msgspec import UnsetType
@@ -31,7 +32,7 @@ from eventlog import (
 )
 from projections import _sql_reads as sql_reads
 from projections._projector import TableWriter
-from projections._sql import Queryable
+from projections._sql import Query, Queryable
 from projections._sql_reads import Link as Link
 
 Reader = tuple[str, str, str]
@@ -110,13 +111,23 @@ def _source_sets(
     sets: dict[Reader | None, int | None] = dict.fromkeys(readers)
     sets[None] = None
     wanted = sorted(readers)
+    if len(wanted) == 1:
+        found = sql_reads.LINEAGE_READER_SET.first(writer, wanted[0])
+        sets[wanted[0]] = None if found is None else found.source_set
+        return sets
     step = sql_reads.READERS_PER_QUERY
     for start in range(0, len(wanted), step):
         chunk = wanted[start : start + step]
-        query = sql_reads.LINEAGE_READER_SETS.format(readers=", ".join(["(?, ?, ?)"] * len(chunk)))
+        query = _readers_query(len(chunk))
         for row in query.rows(writer, [part for reader in chunk for part in reader]):
             sets[row.adapter_key, row.task_id, row.run_key] = row.source_set
     return sets
+
+
+@functools.lru_cache(maxsize=64)
+def _readers_query(count: int) -> Query[sql_reads.ReaderSet]:
+    """The query for the source sets of `count` readers (kept: batches repeat their size)."""
+    return sql_reads.LINEAGE_READER_SETS.format(readers=", ".join(["(?, ?, ?)"] * count))
 
 
 def _link(

@@ -49,6 +49,9 @@ STEP = 1 << 8
 FOLLOW_LIMIT = 1 << 12
 """The most rows an append extends the kept index by: one further behind (dropped, or kept
 by an older version) is left to a proof or `rebuild --swap` rather than walked in a write."""
+KEPT_LINKS = FOLLOW_LIMIT + STEP
+"""The most links of appended rows an index keeps (`note`): past that the write path reads
+the rows back, as for an index that far behind."""
 VERSION = 1
 """Of the tables and what they hold; another version is rebuilt."""
 
@@ -113,10 +116,13 @@ class MerkleIndex:
         same positions (their write rolled back) are forgotten."""
         if not links:
             return
-        first = links[0].position
-        handed = [link for link in self._handed if self.size < link.position < first]
+        handed = self._handed
+        if handed and handed[-1].position >= links[0].position:
+            first = links[0].position
+            handed = self._handed = [link for link in handed if link.position < first]
         handed += links
-        self._handed = handed[-(FOLLOW_LIMIT + STEP) :]
+        if len(handed) > 2 * KEPT_LINKS:
+            del handed[:-KEPT_LINKS]
 
     def follow(self, head: int) -> None:
         """Extend the kept index to `head`, inside the write that appended up to it; leave

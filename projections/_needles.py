@@ -15,6 +15,7 @@ match ASCII ones.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from re import _parser as parser  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
@@ -32,17 +33,42 @@ Needles = frozenset[Needle]
 
 @dataclass(frozen=True, slots=True)
 class Search:
-    """A pattern's needles, split for a quick look: in the text, and in the lowered text."""
+    """A pattern's needles: looked for in the text, and (`folded`) in the lowered text."""
 
-    plain: tuple[str, ...]
-    folded: tuple[str, ...]
+    plain: frozenset[str]
+    folded: frozenset[str]
 
-    def may_match(self, text: str, lowered: str) -> bool:
-        """Whether the ASCII `text` (`lowered`: the same, lowered) holds one of the needles."""
-        for needle in self.plain:
-            if needle in text:
-                return True
-        return any(needle in lowered for needle in self.folded)
+    def may_match(self, present: Present) -> bool:
+        """Whether a text holding the needles `present` may hold a match."""
+        return not (self.plain.isdisjoint(present.plain) and self.folded.isdisjoint(present.folded))
+
+
+@dataclass(frozen=True, slots=True)
+class Present:
+    """The needles an ASCII text holds, of those looked for."""
+
+    plain: set[str]
+    folded: set[str]
+
+
+def present(looked_for: Search, text: str) -> Present:
+    """Which of the needles `looked_for` (every pattern's, merged) the ASCII `text` holds:
+    each looked for once, however many patterns share it."""
+    lowered = text.lower()
+    return Present(
+        {needle for needle in looked_for.plain if needle in text},
+        {needle for needle in looked_for.folded if needle in lowered},
+    )
+
+
+def merged(searches: Iterable[Search]) -> Search:
+    """The needles of all `searches`, to look each up once (`present`)."""
+    plain: set[str] = set()
+    folded: set[str] = set()
+    for search in searches:
+        plain |= search.plain
+        folded |= search.folded
+    return Search(frozenset(plain), frozenset(folded))
 
 
 def needles(pattern: re.Pattern[str]) -> Search | None:
@@ -55,8 +81,8 @@ def needles(pattern: re.Pattern[str]) -> Search | None:
     if found is None:
         return None
     return Search(
-        plain=tuple(sorted(n.text for n in found if not n.folded)),
-        folded=tuple(sorted(n.text for n in found if n.folded)),
+        plain=frozenset(n.text for n in found if not n.folded),
+        folded=frozenset(n.text for n in found if n.folded),
     )
 
 

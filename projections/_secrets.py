@@ -39,7 +39,7 @@ from typing import Literal
 from eventlog.errors import InvalidInputError, InvalidTypeError
 from projections import _environment as environment
 from projections._errors import SecretRefusedError
-from projections._needles import Search, needles
+from projections._needles import Search, merged, needles, present
 from projections._visible import hidden_characters
 
 SecretsMode = Literal["refuse", "redact", "allow"]
@@ -108,17 +108,14 @@ def find_secrets(text: str) -> list[Finding]:
 
 
 def _found(text: str) -> list[Finding]:
-    ascii_text = text.isascii()
-    lowered = text.lower() if ascii_text else text
+    patterns = _patterns()
+    if text.isascii():
+        held = present(_needles(), text)
+        patterns = tuple(p for p in patterns if p.needles is None or p.needles.may_match(held))
     named = [
         finding
-        for pattern in _patterns()
-        if not (
-            ascii_text
-            and pattern.needles is not None
-            and not pattern.needles.may_match(text, lowered)
-        )
-        and pattern.regex.search(text) is not None
+        for pattern in patterns
+        if pattern.regex.search(text) is not None
         for finding in _matches(pattern, text)
     ]
     found = named + [
@@ -246,6 +243,12 @@ def _entropy() -> Callable[[str], float]:
     from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
     return Base64HighEntropyString(limit=ENTROPY_LIMIT).calculate_shannon_entropy
+
+
+@functools.cache
+def _needles() -> Search:
+    """Every pattern's needles, merged: each is looked for once per text."""
+    return merged(p.needles for p in _patterns() if p.needles is not None)
 
 
 @functools.cache
