@@ -81,9 +81,16 @@ def needles(pattern: re.Pattern[str]) -> Search | None:
     if found is None:
         return None
     return Search(
-        plain=frozenset(n.text for n in found if not n.folded),
-        folded=frozenset(n.text for n in found if n.folded),
+        plain=_shortest(n.text for n in found if not n.folded),
+        folded=_shortest(n.text for n in found if n.folded),
     )
+
+
+def _shortest(texts: Iterable[str]) -> frozenset[str]:
+    """`texts` without those holding another of them: a text that holds `password` holds
+    `pass`, so looking for `pass` alone says as much."""
+    found = set(texts)
+    return frozenset(t for t in found if not any(o != t and o in t for o in found))
 
 
 def _sequence(items: list[tuple[Any, Any]], folded: bool) -> Needles | None:
