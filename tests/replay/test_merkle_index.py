@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlog import SQLiteEventLog, chain_at, open_log
+from eventlog import CorruptLogError, SQLiteEventLog, chain_at, open_log
 from eventlog.contract import memory
 from projections import SQLiteMemoryStore
 from projections.internal import MerkleIndex
@@ -360,3 +360,26 @@ def test_links_of_a_rolled_back_append_are_not_indexed_where_another_writer_wrot
     kept = state(path)
     assert kept is not None and (256, stored_chain(path, 256)) == kept
     proven(path, checkpoint(path))
+
+
+def test_a_row_edited_between_appends_is_caught_when_proven_from_handed_links(
+    tmp_path: Path, handed: list[bool]
+) -> None:
+    """A row edited by hand between a store's appends, before the index reaches it, is not
+    read back by the write path (it indexes what it appended); a proof that reaches the
+    edited row reads it and refuses: the rows changed since they were indexed."""
+    path = tmp_path / "memory.db"
+    store = SQLiteMemoryStore(path)
+    try:
+        for i in range(100):
+            store.add("learning", f"single {i}")
+        taken = checkpoint(path)
+        conn = _raw(path)
+        conn.execute("UPDATE fl_events SET body = body || X'20' WHERE position = 50")
+        conn.close()
+        store.add_many([{"type": "learning", "content": f"entry {i}"} for i in range(200)])
+    finally:
+        store.close()
+    assert handed and all(handed)
+    with Ledger.open(path, read_only=True) as ledger, pytest.raises(CorruptLogError):
+        ledger.prove_inclusion(50, taken)
