@@ -113,12 +113,15 @@ class Runs:
     def ours(self, metric: str, target: Target) -> Result:
         """Our store, detector as the environment chooses, against the floor."""
         base, mine, ratio = self.ours_paired.summary()
-        detector = "on" if self.mode != "allow" else "off"
-        cost = statistics.median(self.allowed_against_ours.ratios)
-        note = (
-            f"{self.note}; secrets detector {detector} (FACTLEDGER_SECRETS={self.mode}), "
-            f"{cost:.2f}x the rate with it off"
-        )
+        if self.mode == "allow":
+            detector = "secrets detector off (FACTLEDGER_SECRETS=allow), as in peer.allow.*"
+        else:
+            cost = statistics.median(self.allowed_against_ours.ratios)
+            detector = (
+                f"secrets detector on (FACTLEDGER_SECRETS={self.mode}), "
+                f"{cost:.2f}x the rate with it off"
+            )
+        note = f"{self.note}; {detector}"
         if self.ours_against_theirs is not None:
             versus = statistics.median(self.ours_against_theirs.ratios)
             note += f"; {versus:.2f}x eventsourcing's recorder"
