@@ -87,6 +87,25 @@ class ErasingTransaction(Protocol):
     def erase_texts(self, erasure_position: int, positions: Sequence[int]) -> int: ...
 
 
+class Link(NamedTuple):
+    """One appended row as its chain links it: `chain = link(previous, leaf)`."""
+
+    position: int
+    previous: bytes
+    leaf: bytes
+    chain: bytes
+
+
+@runtime_checkable
+class LinkingTransaction(Protocol):
+    """A write transaction that hands over how each row it appended links into the chain
+    (a SQLite file log), so an index kept in the same file need not read them back."""
+
+    def take_links(self) -> list[Link]:
+        """The links of the rows appended since the last call, in order."""
+        ...
+
+
 @runtime_checkable
 class ServerErasingLog(Protocol):
     """A log whose server removes an erasure's texts in the append that stores it (a

@@ -40,17 +40,16 @@ class Hasher(Protocol):
 
 
 class ChainScheme(NamedTuple):
-    """One format's hash: the function H above, an incremental hasher, and the genesis."""
+    """One format's hash: the function H above, an incremental hasher (`new()`, or `new(data)`
+    holding `data` already), and the genesis."""
 
     name: str
-    new: Callable[[], Hasher]
+    new: Callable[..., Hasher]
     genesis_of: Callable[[str], bytes]
 
     def digest(self, data: bytes) -> bytes:
         """H(data)."""
-        hasher = self.new()
-        hasher.update(data)
-        return hasher.digest()
+        return self.new(data).digest()
 
     def genesis(self, log_id: str) -> bytes:
         """The chain value before the first event of the log named `log_id`."""

@@ -52,6 +52,8 @@ class Sealed(NamedTuple):
     text: bytes
     salt: bytes
     record: RecordedEvent
+    leaf: bytes
+    """The body's leaf hash, linked after the chain value before it into `chain_hash`."""
 
 
 def new_event_id() -> str:
@@ -104,7 +106,8 @@ def seal(item: Prepared, position: int, previous: bytes) -> Sealed:
     """`item` at `position`, after the chain value `previous`."""
     body = _encode_checked(item, position)
     scheme = CURRENT.chain
-    chain_value = scheme.link(previous, scheme.leaf_hash(body))
+    leaf = scheme.leaf_hash(body)
+    chain_value = scheme.link(previous, leaf)
     try:
         record = decode_record(body, position=position, chain_hash=chain_value.hex())
     except CorruptLogError as exc:
@@ -115,7 +118,7 @@ def seal(item: Prepared, position: int, previous: bytes) -> Sealed:
             record.payload, **{field: item.event.payload.written_text()}
         )
         msgspec.structs.force_setattr(record, "payload", payload)
-    return Sealed(body, chain_value, item.text, item.salt, record)
+    return Sealed(body, chain_value, item.text, item.salt, record, leaf)
 
 
 def same_event(record: RecordedEvent, draft: NewEvent) -> bool:

@@ -15,7 +15,7 @@ from typing import NamedTuple, TypeVar
 
 from msgspec import UNSET
 
-from eventlog.backend import Durability, Head, StoredRow
+from eventlog.backend import Durability, Head, Link, StoredRow
 from eventlog.checks import (
     MAX_CONTENT_BYTES,
     check_path,
@@ -666,6 +666,7 @@ class _Transaction(_Snapshot):
     def __init__(self, owner: SQLiteEventLog, conn: sqlite3.Connection) -> None:
         super().__init__(owner, conn)
         self._head: tuple[int, bytes] | None = None
+        self._links: list[Link] = []
 
     def _head_raw(self) -> tuple[int, bytes]:
         if self._head is None:
@@ -695,6 +696,7 @@ class _Transaction(_Snapshot):
         position, previous = self._head_raw()
         rows: list[tuple[int, str, bytes, bytes]] = []
         contents: list[tuple[int, bytes, bytes]] = []
+        links: list[Link] = []
         records: list[RecordedEvent] = []
         for item in prepared:
             existing = self._existing(item) if item.caller_event_id else None
@@ -703,6 +705,7 @@ class _Transaction(_Snapshot):
                 continue
             position += 1
             sealed = seal(item, position, previous)
+            links.append(Link(position, previous, sealed.leaf, sealed.chain_hash))
             previous = sealed.chain_hash
             rows.append((position, item.event_id, sealed.body, previous))
             contents.append((position, sealed.text, sealed.salt))
@@ -715,8 +718,14 @@ class _Transaction(_Snapshot):
                 self._conn.executemany(_SQL_INSERT_CONTENT, contents)
 
             self._run(insert, "append to")
+            self._links += links
         self._head = (position, previous)
         return [self._as_read(record) for record in records]
+
+    def take_links(self) -> list[Link]:
+        """How each row appended since the last call links into the chain, in order."""
+        links, self._links = self._links, []
+        return links
 
     def erase_texts(self, erasure_position: int, positions: Sequence[int]) -> int:
         """Remove the texts and salts stored for `positions`, which the erasure at

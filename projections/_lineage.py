@@ -17,7 +17,8 @@ means for trust is `projections._taint`'s.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import functools
+from collections.abc import Iterable, Sequence
 
 from msgspec import UnsetType
 
@@ -31,7 +32,7 @@ from eventlog import (
 )
 from projections import _sql_reads as sql_reads
 from projections._projector import TableWriter
-from projections._sql import Queryable
+from projections._sql import Query, Queryable
 from projections._sql_reads import Link as Link
 
 Reader = tuple[str, str, str]
@@ -67,15 +68,11 @@ class LineageProjector:
             writer.execute(statement)
 
     def apply(self, writer: TableWriter, records: Sequence[RecordedEvent]) -> None:
-        # Each reader's source set (None: nothing reached it yet), read once per batch.
-        sets: dict[Reader, int | None] = {}
-
-        def source_set(reader: Reader) -> int | None:
-            if reader not in sets:
-                found = sql_reads.LINEAGE_READER_SET.first(writer, reader)
-                sets[reader] = None if found is None else found.source_set
-            return sets[reader]
-
+        # Each reader's source set (None: nothing reached it yet), read for the whole batch
+        # at once; the batch's rows are inserted at its end (nothing here reads them).
+        sets = _source_sets(writer, records)
+        sources: list[tuple[int, int, int | None]] = []
+        writes: list[tuple[int, int]] = []
         for record in records:
             payload = record.payload
             if isinstance(payload, RecallRecorded):
@@ -83,34 +80,71 @@ class LineageProjector:
                 exposed = [p for p in payload.included if 0 < p < record.position]
                 if reader is None or not exposed:
                     continue
-                named = source_set(reader)
+                named = sets[reader]
                 if named is None:
                     named = sets[reader] = record.position
                     writer.execute(sql_reads.LINEAGE_READER_INSERT, (*reader, named))
-                writer.executemany(
-                    sql_reads.LINEAGE_SOURCE_INSERT, [(named, p, record.position) for p in exposed]
-                )
+                sources += [(named, p, record.position) for p in exposed]
             elif isinstance(payload, (MemoryAdded, FactPublished)):
-                _link(writer, record, source_set, declared_sources(payload))
+                _link(record, sets, declared_sources(payload), sources, writes)
+        if sources:
+            writer.executemany(sql_reads.LINEAGE_SOURCE_INSERT, sources)
+        if writes:
+            writer.executemany(sql_reads.LINEAGE_WRITE_INSERT, writes)
+
+
+def _source_sets(
+    writer: TableWriter, records: Sequence[RecordedEvent]
+) -> dict[Reader | None, int | None]:
+    """The source set of every reader `records` name (None: none yet), in a few queries."""
+    readers: set[Reader] = set()
+    for record in records:
+        payload = record.payload
+        if isinstance(payload, RecallRecorded):
+            reader = receipt_reader(record, payload)
+        elif isinstance(payload, (MemoryAdded, FactPublished)):
+            reader = write_reader(record)
+        else:
+            continue
+        if reader is not None:
+            readers.add(reader)
+    sets: dict[Reader | None, int | None] = dict.fromkeys(readers)
+    sets[None] = None
+    wanted = sorted(readers)
+    if len(wanted) == 1:
+        found = sql_reads.LINEAGE_READER_SET.first(writer, wanted[0])
+        sets[wanted[0]] = None if found is None else found.source_set
+        return sets
+    step = sql_reads.READERS_PER_QUERY
+    for start in range(0, len(wanted), step):
+        chunk = wanted[start : start + step]
+        query = _readers_query(len(chunk))
+        for row in query.rows(writer, [part for reader in chunk for part in reader]):
+            sets[row.adapter_key, row.task_id, row.run_key] = row.source_set
+    return sets
+
+
+@functools.lru_cache(maxsize=64)
+def _readers_query(count: int) -> Query[sql_reads.ReaderSet]:
+    """The query for the source sets of `count` readers (kept: batches repeat their size)."""
+    return sql_reads.LINEAGE_READER_SETS.format(readers=", ".join(["(?, ?, ?)"] * count))
 
 
 def _link(
-    writer: TableWriter,
     record: RecordedEvent,
-    source_set: Callable[[Reader], int | None],
+    sets: dict[Reader | None, int | None],
     declared: Sequence[int],
+    sources: list[tuple[int, int, int | None]],
+    writes: list[tuple[int, int]],
 ) -> None:
     """Link a write to its reader's source set, and to a set of its own declared sources."""
-    reader = write_reader(record)
-    read = None if reader is None else source_set(reader)
-    links = [] if read is None else [read]
+    read = sets[write_reader(record)]
+    if read is not None:
+        writes.append((record.position, read))
     own = sorted({p for p in declared if 0 < p < record.position})
     if own:
-        writer.executemany(
-            sql_reads.LINEAGE_SOURCE_INSERT, [(record.position, p, None) for p in own]
-        )
-        links.append(record.position)
-    writer.executemany(sql_reads.LINEAGE_WRITE_INSERT, [(record.position, s) for s in links])
+        sources += [(record.position, p, None) for p in own]
+        writes.append((record.position, record.position))
 
 
 def declared_sources(payload: MemoryAdded | FactPublished) -> tuple[int, ...]:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 
 from eventlog import ChainBreak, ChainWalker, CorruptLogError, EventLog, StorageError, chain_at
+from eventlog.backend import Link
 from eventlog.chain import HASH_SIZE
 from eventlog.logs import get_logger
 from eventlog.merkle import CompactRange, Node, Span, fold, perfect_hash, pieces
@@ -48,6 +49,9 @@ STEP = 1 << 8
 FOLLOW_LIMIT = 1 << 12
 """The most rows an append extends the kept index by: one further behind (dropped, or kept
 by an older version) is left to a proof or `rebuild --swap` rather than walked in a write."""
+KEPT_LINKS = FOLLOW_LIMIT + STEP
+"""The most links of appended rows an index keeps (`note`): past that the write path reads
+the rows back, as for an index that far behind."""
 VERSION = 1
 """Of the tables and what they hold; another version is rebuilt."""
 
@@ -84,6 +88,9 @@ class MerkleIndex:
         """The hashes at level `TILE_LEVEL + n` held in memory in `_levels[n]`, left to right."""
         self._pending: list[tuple[int, int, bytes]] = []
         self._frontier: CompactRange | None = CompactRange(self._scheme, on_merge=self._keep)
+        self._handed: list[Link] = []
+        """How the rows this handle appended past `size` link, as its appends handed them
+        over (`note`): the write path extends from them instead of reading the rows back."""
 
     @property
     def persists(self) -> bool:
@@ -103,6 +110,19 @@ class MerkleIndex:
         elif self.size and self.stored_chain(self.size) != self.chain_value.hex():
             self.start_over(f"the chain hash at position {self.size} changed")
         return head
+
+    def note(self, links: Sequence[Link]) -> None:
+        """Keep how the rows just appended link into the chain. Rows noted before at the
+        same positions (their write rolled back) are forgotten."""
+        if not links:
+            return
+        handed = self._handed
+        if handed and handed[-1].position >= links[0].position:
+            first = links[0].position
+            handed = self._handed = [link for link in handed if link.position < first]
+        handed += links
+        if len(handed) > 2 * KEPT_LINKS:
+            del handed[:-KEPT_LINKS]
 
     def follow(self, head: int) -> None:
         """Extend the kept index to `head`, inside the write that appended up to it; leave
@@ -143,6 +163,7 @@ class MerkleIndex:
                 self._frontier, self._loaded = None, False
                 raise
             self.size, self.chain_value = end, chain_value
+        self._handed = [link for link in self._handed if link.position > self.size]
 
     def start_over(self, reason: str) -> None:
         """Forget every subtree, saying why (`reset`)."""
@@ -336,7 +357,11 @@ class MerkleIndex:
 
     def _linked_leaves(self, start: int, end: int) -> tuple[list[bytes], bytes]:
         """Leaf hashes of positions start+1..end, each linked from the one before to the
-        chain value stored with it."""
+        chain value stored with it: as the appends handed them over when they link on from
+        the index's chain value to the last row noted, else read back from the rows."""
+        handed = self._handed_leaves(start, end)
+        if handed is not None:
+            return handed
         scheme = self._scheme
         leaves: list[bytes] = []
         chain_value = self.chain_value
@@ -357,6 +382,25 @@ class MerkleIndex:
                 position=position + 1,
             )
         return leaves, chain_value
+
+    def _handed_leaves(self, start: int, end: int) -> tuple[list[bytes], bytes] | None:
+        """Leaf hashes of positions start+1..end and the chain value at `end`, from the links
+        noted, if they run unbroken from the index's chain value at `start` through the last
+        one noted: the current append's, which links on from the head it read from the file.
+        So a noted row its write rolled back, where another writer wrote since, breaks the
+        run, and the rows are read back instead."""
+        handed = self._handed
+        skip = next((i for i, link in enumerate(handed) if link.position > start), len(handed))
+        run = handed[skip:]
+        if len(run) < end - start:
+            return None
+        chain_value = self.chain_value
+        for position, link in enumerate(run, start + 1):
+            if link.position != position or link.previous != chain_value:
+                return None
+            chain_value = link.chain
+        used = run[: end - start]
+        return [link.leaf for link in used], used[-1].chain
 
     def _verified_leaves(self, start: int, end: int) -> tuple[list[bytes], bytes]:
         """Leaf hashes of positions start+1..end, after walking their chain."""

@@ -22,11 +22,12 @@ makes it refold what no longer matches, exactly as opening would.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from eventlog import (
     CorruptLogError,
@@ -41,7 +42,7 @@ from eventlog import (
     StorageError,
     chain_at,
 )
-from eventlog.backend import ErasingTransaction
+from eventlog.backend import ErasingTransaction, LinkingTransaction
 from eventlog.checks import check_finite, check_position
 from eventlog.logs import get_logger
 from eventlog.stored import genesis_of
@@ -482,6 +483,8 @@ class Projection:
         """Append and fold `events`; return them as recorded, and the log's head after them."""
         before = self._ensure_current(tx)
         records = tx.append_many(events)
+        if _links_handed(type(tx)):
+            self._merkle.note(cast(LinkingTransaction, tx).take_links())
         new = [r for r in records if r.position > before]
         if not new:
             return records, before
@@ -500,6 +503,13 @@ class Projection:
             self._refresh(tx)
             self._verified = None
         return tx.head().position
+
+
+@functools.cache
+def _links_handed(kind: type) -> bool:
+    """Whether a transaction of this kind hands over its appends' links (asked once per
+    kind: checking a runtime protocol costs more than a small append)."""
+    return issubclass(kind, LinkingTransaction)
 
 
 class FileTransaction:

@@ -39,6 +39,7 @@ from typing import Literal
 from eventlog.errors import InvalidInputError, InvalidTypeError
 from projections import _environment as environment
 from projections._errors import SecretRefusedError
+from projections._needles import Search, merged, needles, present
 from projections._visible import hidden_characters
 
 SecretsMode = Literal["refuse", "redact", "allow"]
@@ -81,6 +82,9 @@ class _Pattern:
     detector: str
     regex: re.Pattern[str]
     valid: Callable[[str], bool] | None = None
+    needles: Search | None = None
+    """Substrings of which every match holds one (`projections._needles`): an ASCII text
+    holding none of them is not searched."""
 
 
 def find_secrets(text: str) -> list[Finding]:
@@ -104,9 +108,13 @@ def find_secrets(text: str) -> list[Finding]:
 
 
 def _found(text: str) -> list[Finding]:
+    patterns = _patterns()
+    if text.isascii():
+        held = present(_needles(), text)
+        patterns = tuple(p for p in patterns if p.needles is None or p.needles.may_match(held))
     named = [
         finding
-        for pattern in _patterns()
+        for pattern in patterns
         if pattern.regex.search(text) is not None
         for finding in _matches(pattern, text)
     ]
@@ -238,6 +246,12 @@ def _entropy() -> Callable[[str], float]:
 
 
 @functools.cache
+def _needles() -> Search:
+    """Every pattern's needles, merged: each is looked for once per text."""
+    return merged(p.needles for p in _patterns() if p.needles is not None)
+
+
+@functools.cache
 def _patterns() -> tuple[_Pattern, ...]:
     """Every pattern detector, detect-secrets' first: compiled on first use."""
     from detect_secrets.plugins import (
@@ -275,14 +289,14 @@ def _patterns() -> tuple[_Pattern, ...]:
         "telegram-token": telegram_token.TelegramBotTokenDetector,
         "twilio-key": twilio.TwilioKeyDetector,
     }
-    found = [
-        _Pattern(name, regex)
+    found: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
+        (name, regex, None)
         for name, plugin in library.items()
         for regex in _joined(list(plugin().denylist))
     ]
-    found.append(_Pattern("jwt", re.compile(_JWT), jwt.JwtTokenDetector.is_formally_valid))
-    found.extend(_Pattern(name, re.compile(source)) for name, source in _OURS)
-    return tuple(found)
+    found.append(("jwt", re.compile(_JWT), jwt.JwtTokenDetector.is_formally_valid))
+    found.extend((name, re.compile(source), None) for name, source in _OURS)
+    return tuple(_Pattern(name, regex, valid, needles(regex)) for name, regex, valid in found)
 
 
 def _joined(regexes: list[re.Pattern[str]]) -> list[re.Pattern[str]]:

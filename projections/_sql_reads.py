@@ -303,6 +303,24 @@ LINEAGE_READER_SET = Query(
     "WHERE adapter_key = ? AND task_id = ? AND run_key = ?",
     SourceSet,
 )
+
+
+class ReaderSet(Columns, frozen=True):
+    adapter_key: str
+    task_id: str
+    run_key: str
+    source_set: int
+
+
+LINEAGE_READER_SETS = Query(
+    "SELECT r.adapter_key, r.task_id, r.run_key, r.source_set "
+    "FROM (VALUES {readers}) AS w CROSS JOIN fl_lineage_reader AS r "
+    "ON r.adapter_key = w.column1 AND r.task_id = w.column2 AND r.run_key = w.column3",
+    ReaderSet,
+)
+"""The source sets of several readers in one statement (`readers`: `(?, ?, ?)` per reader),
+each found by the primary key (a row-value `IN` would scan the table)."""
+READERS_PER_QUERY = 300
 LINEAGE_READER_INSERT = (
     "INSERT INTO fl_lineage_reader (adapter_key, task_id, run_key, source_set) VALUES (?, ?, ?, ?)"
 )

@@ -46,14 +46,22 @@ def test_benchmark_smoke_run_writes_every_metric(tmp_path: Path) -> None:
     assert {"uname", "cpu", "disk"} <= set(document["machine"])
 
 
-def test_peer_group_without_eventsourcing_is_skipped_with_how_to_install_it(
+def test_peer_group_without_eventsourcing_skips_only_the_recorder_with_how_to_install_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without the benchmark-only dependency, every peer metric is reported as skipped, with
-    the command that installs it; nothing is measured."""
+    """Without the benchmark-only dependency, the recorder's rows are reported as skipped,
+    with the command that installs it; ours and the floor are still measured, against the
+    floor's targets, with the detector as chosen and without it."""
     monkeypatch.setattr(peer, "available", lambda: False)
+    monkeypatch.delenv("FACTLEDGER_SECRETS", raising=False)
     results = peer.peer(Context(scale=SMOKE, folder=tmp_path))
     assert list(peer.METRICS) == [result.metric for result in results]
-    assert {"skipped"} == {result.status for result in results}
-    assert all(peer.INSTALL in result.note for result in results)
-    assert [] == list(tmp_path.iterdir())
+    recorder = [r for r in results if r.metric.startswith("peer.recorder.")]
+    measured = [r for r in results if not r.metric.startswith("peer.recorder.")]
+    assert 3 == len(recorder)
+    assert {"skipped"} == {result.status for result in recorder}
+    assert all(peer.INSTALL in result.note for result in recorder)
+    assert all(r.ours and r.baseline and r.baseline_name == peer.FLOOR for r in measured)
+    assert [0.9, 0.8, 0.7] == [r.target.value for r in measured if r.target is not None]
+    assert all("secrets detector on (FACTLEDGER_SECRETS=refuse)" in r.note for r in measured[:3])
+    assert not any(path.name.startswith("peer-theirs") for path in tmp_path.iterdir())

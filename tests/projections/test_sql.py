@@ -35,6 +35,7 @@ FILLERS = {
     "filters": "",
     "marks": "?",
     "rows": "(?, ?, ?, ?)",
+    "readers": "(?, ?, ?)",
     "where_memory": "",
     "where_fact": "",
 }

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlog import SQLiteEventLog, chain_at, open_log
+from eventlog import CorruptLogError, SQLiteEventLog, chain_at, open_log
 from eventlog.contract import memory
 from projections import SQLiteMemoryStore
 from projections.internal import MerkleIndex
@@ -298,3 +298,88 @@ def test_a_damaged_index_never_stops_a_write(tmp_path: Path, statement: str) -> 
     taken = checkpoint(path)
     assert 2 * EVENTS == taken.size
     proven(path, taken)
+
+
+@pytest.fixture
+def handed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """For each run of rows the write path indexed, whether the appends' links covered it
+    (else the rows were read back)."""
+    runs: list[bool] = []
+    original = MerkleIndex._handed_leaves
+
+    def recording(self: MerkleIndex, start: int, end: int) -> tuple[list[bytes], bytes] | None:
+        found = original(self, start, end)
+        runs.append(found is not None)
+        return found
+
+    monkeypatch.setattr(MerkleIndex, "_handed_leaves", recording)
+    yield runs
+
+
+def test_the_write_path_indexes_the_links_its_appends_handed_over(
+    tmp_path: Path, handed: list[bool]
+) -> None:
+    """Single adds and batches through one store extend the index from the leaf hashes and
+    chain values their appends computed, without reading the rows back; every position
+    then proves against a checkpoint taken by walking the log."""
+    path = tmp_path / "memory.db"
+    store = SQLiteMemoryStore(path)
+    try:
+        for i in range(300):
+            store.add("learning", f"single {i}")
+        store.add_many([{"type": "learning", "content": f"entry {i}"} for i in range(700)])
+    finally:
+        store.close()
+    assert handed and all(handed)
+    kept = state(path)
+    assert kept is not None and (992, stored_chain(path, 992)) == kept
+    proven(path, checkpoint(path))
+
+
+def test_links_of_a_rolled_back_append_are_not_indexed_where_another_writer_wrote(
+    tmp_path: Path, handed: list[bool]
+) -> None:
+    """A store's append that rolls back, whose positions another writer then fills with other
+    events, leaves links that do not run on to the store's next append: the index reads
+    those rows back and matches the log."""
+    path = tmp_path / "memory.db"
+    store = SQLiteMemoryStore(path)
+    try:
+        store.add_many([{"type": "learning", "content": f"entry {i}"} for i in range(240)])
+        with pytest.raises(RuntimeError), store.write_transaction() as tx:
+            tx.append([memory(f"rolled back {i}") for i in range(6)])
+            raise RuntimeError("undo")
+        other = SQLiteEventLog(path)
+        other.append_many([memory(f"other writer {i}") for i in range(6)])
+        other.close()
+        handed.clear()
+        store.add_many([{"type": "learning", "content": f"later {i}"} for i in range(20)])
+    finally:
+        store.close()
+    assert [False] == handed
+    kept = state(path)
+    assert kept is not None and (256, stored_chain(path, 256)) == kept
+    proven(path, checkpoint(path))
+
+
+def test_a_row_edited_between_appends_is_caught_when_proven_from_handed_links(
+    tmp_path: Path, handed: list[bool]
+) -> None:
+    """A row edited by hand between a store's appends, before the index reaches it, is not
+    read back by the write path (it indexes what it appended); a proof that reaches the
+    edited row reads it and refuses: the rows changed since they were indexed."""
+    path = tmp_path / "memory.db"
+    store = SQLiteMemoryStore(path)
+    try:
+        for i in range(100):
+            store.add("learning", f"single {i}")
+        taken = checkpoint(path)
+        conn = _raw(path)
+        conn.execute("UPDATE fl_events SET body = body || X'20' WHERE position = 50")
+        conn.close()
+        store.add_many([{"type": "learning", "content": f"entry {i}"} for i in range(200)])
+    finally:
+        store.close()
+    assert handed and all(handed)
+    with Ledger.open(path, read_only=True) as ledger, pytest.raises(CorruptLogError):
+        ledger.prove_inclusion(50, taken)
