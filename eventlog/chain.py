@@ -39,18 +39,23 @@ class Hasher(Protocol):
     def digest(self) -> bytes: ...
 
 
+class HashFactory(Protocol):
+    """A hash constructor taking the first data to hash (hashlib's and blake3's do)."""
+
+    def __call__(self, data: bytes = ..., /) -> Hasher: ...
+
+
 class ChainScheme(NamedTuple):
     """One format's hash: the function H above, an incremental hasher, and the genesis."""
 
     name: str
-    new: Callable[[], Hasher]
+    new: HashFactory
+    """A hasher, fed the data given (`new(data).digest()` is H(data), in one call)."""
     genesis_of: Callable[[str], bytes]
 
     def digest(self, data: bytes) -> bytes:
         """H(data)."""
-        hasher = self.new()
-        hasher.update(data)
-        return hasher.digest()
+        return self.new(data).digest()
 
     def genesis(self, log_id: str) -> bytes:
         """The chain value before the first event of the log named `log_id`."""

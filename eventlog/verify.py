@@ -263,12 +263,8 @@ class ChainWalker:
             if streamed is not None:
                 intact = False
             else:
-                hasher = new()
-                hasher.update(leaf_prefix + body)
-                leaf = hasher.digest()
-                hasher = new()
-                hasher.update(link_prefix + chain_value + leaf)
-                linked = hasher.digest()
+                leaf = new(leaf_prefix + body).digest()
+                linked = new(link_prefix + chain_value + leaf).digest()
                 try:
                     fields = decode(body)
                     if beside:

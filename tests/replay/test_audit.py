@@ -257,8 +257,12 @@ def test_every_event_kind_takes_the_fast_path(
             "UPDATE fl_content SET text = X'EDA080' WHERE position = 2",
             AuditProblem.CONTENT_MISMATCH,
         ),
+        (  # bytes that are not UTF-8 as the event id column: the chunk is read as bytes
+            "UPDATE fl_events SET event_id = X'FF' || CAST(event_id AS BLOB) WHERE position = 2",
+            AuditProblem.CONTENT_MISMATCH,
+        ),
     ],
-    ids=["body", "text beside"],
+    ids=["body", "text beside", "event id"],
 )
 def test_text_that_is_not_unicode_is_reported_not_raised(
     tmp_path: Path, forge: str, problem: AuditProblem
