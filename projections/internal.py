@@ -55,6 +55,7 @@ from projections._legacy import (
 from projections._merkle_index import (
     IndexTables,
     MerkleIndex,
+    MerkleTip,
 )
 from projections._merkle_index import (
     in_cache as index_in_cache,
@@ -112,6 +113,7 @@ __all__ = [
     "MemoryType",
     "MerkleIndex",
     "MerkleIndexError",
+    "MerkleTip",
     "ProjectedTransaction",
     "Projection",
     "Projector",

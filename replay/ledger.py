@@ -36,7 +36,7 @@ from projections.internal import (
     open_read_model,
     read_model_at_head,
 )
-from replay.audit import verify
+from replay.audit import Progress, verify
 from replay.checkpoints import Checkpoint
 from replay.conflicts import approve, reject, set_conflict_policy
 from replay.erasure import erase
@@ -211,14 +211,16 @@ class Ledger:
                 prover = self._kept_prover
         return prover
 
-    def checkpoint(self, *, key: KeySource | None = None) -> Checkpoint:
+    def checkpoint(
+        self, *, key: KeySource | None = None, progress: Progress | None = None
+    ) -> Checkpoint:
         """A checkpoint of the log at its head now, signed if `key` (an operator key or its
         file) is given. The first checkpoint walks and verifies the log (a row that fails
-        raises `CorruptLogError`); later ones walk only what was appended since. A proof
-        reads the Merkle index kept beside the read model instead, checked against the
-        checkpoint (`replay.proofs.Prover`)."""
+        raises `CorruptLogError`), calling `progress(done, head)` as it goes; later ones
+        walk only what was appended since. A proof reads the Merkle index kept beside the
+        read model instead, checked against the checkpoint (`replay.proofs.Prover`)."""
         self.require_open()
-        return self._prover.checkpoint(key=key)
+        return self._prover.checkpoint(key=key, progress=progress)
 
     def prove_inclusion(self, position: int, checkpoint: Checkpoint) -> InclusionProof:
         """Prove that the event at `position` is in the log as `checkpoint` describes it."""

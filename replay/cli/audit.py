@@ -97,8 +97,9 @@ def verify_(
 @click.pass_obj
 def checkpoint_(session: Session, key: str | None, out: Path | None) -> int:
     """Take a checkpoint to keep outside the database (a signed note with --key)."""
-    with session.ledger() as ledger:
-        taken = ledger.checkpoint(key=session.operator_key(key))
+    signer = session.operator_key(key)
+    with session.ledger() as ledger, output.progress("checkpoint: verified") as progress:
+        taken = ledger.checkpoint(key=signer, progress=progress)
     if out is not None:
         with replacing(out) as stream:
             stream.write(str(taken))
