@@ -110,18 +110,25 @@ class Prover:
         signer = None if key is None else operator_key(key)
         if progress is not None and not callable(progress):
             raise InvalidTypeError("progress must be callable as progress(done, total)")
+        reached = [-1]
+
+        def report(done: int, total: int) -> None:
+            reached[0] = done
+            if progress is not None:
+                progress(done, total)
+
         with self._lock:
             index = self._index
             head = index.refresh()
             if index.persists or (index.walked and index.size):
                 if not index.walked:
                     index.reset()
-                index.extend(head, progress=progress)
+                index.extend(head, progress=report)
                 root, chain_value = index.tip(head)
             else:
-                root, chain_value = self._tip.at(head, progress)
-        if progress is not None:
-            progress(head, head)
+                root, chain_value = self._tip.at(head, report)
+        if reached[0] != head:
+            report(head, head)
         taken = Checkpoint(
             log_id=self.log.log_id,
             size=head,

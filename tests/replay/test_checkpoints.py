@@ -164,7 +164,8 @@ def test_checkpoint_reports_progress_up_to_the_head(
         grown = ledger.checkpoint(progress=lambda done, total: later.append((done, total)))
     assert (50, 70) == (taken.size, grown.size)
     assert expected_head(path) == (grown.size, grown.root, grown.chain_hash)
-    assert len(first) >= 4 and sorted(first) == first and (50, 50) == first[-1]
+    assert len(first) >= 4 and len(set(first)) == len(first) and sorted(first) == first
+    assert (50, 50) == first[-1]
     assert all(done > 48 for done, _ in later) and (70, 70) == later[-1]
 
 
