@@ -282,6 +282,25 @@ def test_text_that_is_not_unicode_is_reported_not_raised(
     assert (False, problem, 2) == (report.ok, report.problem, report.first_bad_position)
 
 
+def test_a_body_over_the_read_limit_is_streamed_and_reported(tmp_path: Path) -> None:
+    """A row whose body an edit made larger than a reader decodes is hashed as a stream
+    (the chunk's other rows read as usual) and reported at its position."""
+    path = tmp_path / "log.db"
+    make_log(path, 6)
+    conn = _raw(path)
+    conn.execute(
+        "UPDATE fl_events SET body = CAST(body AS BLOB) || zeroblob(300000) WHERE position = 2"
+    )
+    conn.close()
+    report = verify(path)
+    assert (False, AuditProblem.CHAIN_BROKEN, 2, 1) == (
+        report.ok,
+        report.problem,
+        report.first_bad_position,
+        report.checked,
+    )
+
+
 def delete_late_row(path: Path, _: Path) -> None:
     conn = _raw(path)
     conn.execute("DELETE FROM fl_events WHERE position = 31")
