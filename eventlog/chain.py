@@ -39,12 +39,19 @@ class Hasher(Protocol):
     def digest(self) -> bytes: ...
 
 
+class HashFactory(Protocol):
+    """A hash constructor taking the first data to hash (hashlib's and blake3's do)."""
+
+    def __call__(self, data: bytes = ..., /) -> Hasher: ...
+
+
 class ChainScheme(NamedTuple):
     """One format's hash: the function H above, an incremental hasher (`new()`, or `new(data)`
     holding `data` already), and the genesis."""
 
     name: str
-    new: Callable[..., Hasher]
+    new: HashFactory
+    """A hasher, fed the data given (`new(data).digest()` is H(data), in one call)."""
     genesis_of: Callable[[str], bytes]
 
     def digest(self, data: bytes) -> bytes:

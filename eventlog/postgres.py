@@ -19,6 +19,7 @@ back with its own. Needs psycopg 3 (`pip install 'factledger[postgres]'`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hmac
 import itertools
 import random
@@ -563,7 +564,8 @@ class PostgresEventLog:
 
     def _rows(self, conn: Connection, after: int, last: int, count: int) -> list[StoredRow]:
         rows = conn.execute(self._sql.read, (after, last, count)).fetchall()
-        return [stored_row(row, lambda p: self._oversize_leaf(conn, p)) for row in rows]
+        oversize_leaf = functools.partial(self._oversize_leaf, conn)
+        return [stored_row(row, oversize_leaf) for row in rows]
 
     def _oversize_leaf(self, conn: Connection, position: int) -> bytes:
         """The leaf hash of a body over the read limit, read a chunk at a time."""

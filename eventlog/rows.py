@@ -17,6 +17,8 @@ from eventlog.errors import EventNotFoundError, InvalidTypeError
 from eventlog.events import RecordedEvent
 from eventlog.migration import Fetch, Reading
 
+_new_row = tuple.__new__
+
 READ_CHUNK = 1024
 """Rows fetched per round trip: memory stays constant however long the read."""
 
@@ -90,6 +92,17 @@ def stored_row(row: Row, oversize_leaf: Callable[[int], bytes]) -> StoredRow:
     stored). An oversize body's leaf hash comes from `oversize_leaf(position)`, which
     streams it."""
     position, event_id, body, chain_value, text, salt = row
+    if (
+        type(body) is bytes
+        and type(event_id) is bytes
+        and type(chain_value) is bytes
+        and (text is None or type(text) is bytes)
+        and (salt is None or type(salt) is bytes)
+    ):  # what a query casting to BLOB returns: no copy, one tuple
+        return _new_row(
+            StoredRow,
+            (position, event_id.decode("utf-8", "replace"), body, chain_value, text, salt, None),
+        )
     return StoredRow(
         position,
         stored_bytes(event_id).decode("utf-8", "replace"),

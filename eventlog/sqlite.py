@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import sqlite3
@@ -126,9 +127,9 @@ _SQL_ERASED_INSERT = "INSERT OR IGNORE INTO fl_erased (position, erasure_positio
 _SQL_CONTENT_DELETE = "DELETE FROM fl_content WHERE position = ?"
 _SQL_STRAY_CONTENT = "SELECT min(position) FROM fl_content WHERE position >= ?"
 _SQL_ROWS = (
-    "SELECT e.position, CAST(e.event_id AS BLOB), "
+    "SELECT e.position, CAST(e.event_id AS {event_id}), "
     "CASE WHEN length(CAST(e.body AS BLOB)) <= {body_limit} THEN CAST(e.body AS BLOB) END, "
-    "CAST(e.chain_hash AS BLOB), {text}, {salt} FROM fl_events e {join}"
+    "CAST(e.chain_hash AS BLOB), {text}, {salt}{leaf} FROM fl_events e {join}"
 )
 _SQL_CONTENT = {
     "text": "CASE WHEN length(CAST(c.text AS BLOB)) <= {text_limit} THEN CAST(c.text AS BLOB) END",
@@ -141,19 +142,24 @@ _WHERE_EVENT_ID = " WHERE e.event_id = ? AND substr(e.event_id, 1, 3) <> 'fl:'"
 
 
 class _Queries(NamedTuple):
-    """The row-reading statements of a log in one format (v2 joins the content table)."""
+    """The row-reading statements of a log in one format (v2 joins the content table).
+
+    `scan` reads each row in the shape of a `StoredRow` (the id as text, every other value
+    as bytes, no leaf), so a chunk needs no conversion in Python; `scan_bytes` reads it as
+    `eventlog.rows.stored_row` takes it, for a chunk whose id an edit left undecodable."""
 
     scan: str
+    scan_bytes: str
     by_event_id: str
 
     @classmethod
     def of(cls, log_format: LogFormat) -> _Queries:
         parts = _SQL_CONTENT if log_format.text_beside else _SQL_NO_CONTENT
-        select = _SQL_ROWS.format(
-            body_limit=log_format.max_body_bytes,
-            **{name: part.format(text_limit=MAX_TEXT_BYTES) for name, part in parts.items()},
-        )
-        return cls(select + _WHERE_SCAN, select + _WHERE_EVENT_ID)
+        content = {name: part.format(text_limit=MAX_TEXT_BYTES) for name, part in parts.items()}
+        limit = log_format.max_body_bytes
+        shaped = _SQL_ROWS.format(event_id="TEXT", leaf=", NULL", body_limit=limit, **content)
+        raw = _SQL_ROWS.format(event_id="BLOB", leaf="", body_limit=limit, **content)
+        return cls(shaped + _WHERE_SCAN, raw + _WHERE_SCAN, raw + _WHERE_EVENT_ID)
 
 
 _REMNANTS = (
@@ -517,8 +523,17 @@ class SQLiteEventLog:
             return self._with_retry(lambda: self._rows(self._conn, after, last, count), "read")
 
     def _rows(self, conn: sqlite3.Connection, after: int, last: int, count: int) -> list[StoredRow]:
-        rows = conn.execute(self._queries.scan, (after, last, count)).fetchall()
-        return [stored_row(row, lambda p: self._oversize_leaf(conn, p)) for row in rows]
+        oversize_leaf = functools.partial(self._oversize_leaf, conn)
+        try:
+            shaped = conn.execute(self._queries.scan, (after, last, count)).fetchall()
+        except sqlite3.OperationalError:  # an id edited into bytes that are not UTF-8
+            rows = conn.execute(self._queries.scan_bytes, (after, last, count)).fetchall()
+            return [stored_row(row, oversize_leaf) for row in rows]
+        new = tuple.__new__
+        return [
+            new(StoredRow, row) if row[2] is not None else stored_row(row[:6], oversize_leaf)
+            for row in shaped
+        ]
 
     def _oversize_leaf(self, conn: sqlite3.Connection, position: int) -> bytes:
         """The leaf hash of a body over the read limit, streamed a chunk at a time."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hmac
 import operator
+from array import array
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any, ClassVar, get_args
@@ -154,10 +155,11 @@ class ChainWalker:
         self.text_problems = 0
         self.first_mismatch: int | None = None
         """The first position whose stored text does not match its hash."""
-        self.absent: list[int] = []
-        """Every position whose text is not stored (an erasure's, or a row edited away)."""
-        self.authority_rows: list[int] = []
-        """Every position holding an event of `AUTHORITY_KINDS`."""
+        self.absent = array("q")
+        """Every position whose text is not stored (an erasure's, or a row edited away): 8
+        bytes each, bounded by the texts absent, not by the log's length."""
+        self.authority_rows = array("q")
+        """Every position holding an event of `AUTHORITY_KINDS` (8 bytes each)."""
 
     def feed(self, row: StoredRow) -> bytes:
         """Verify the next row and return its leaf hash; raise `ChainBreak` if it fails."""
@@ -263,12 +265,8 @@ class ChainWalker:
             if streamed is not None:
                 intact = False
             else:
-                hasher = new()
-                hasher.update(leaf_prefix + body)
-                leaf = hasher.digest()
-                hasher = new()
-                hasher.update(link_prefix + chain_value + leaf)
-                linked = hasher.digest()
+                leaf = new(leaf_prefix + body).digest()
+                linked = new(link_prefix + chain_value + leaf).digest()
                 try:
                     fields = decode(body)
                     if beside:

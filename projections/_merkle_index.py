@@ -17,6 +17,9 @@ are rebuilt from the log. They are not trusted either: an index found in the fil
 believed only as far as the log's chain value at its size is the one it recorded, and what
 is proven from it is checked against a checkpoint by the caller (`replay.proofs`), which
 starts over on a mismatch.
+
+Where the index would only be held in memory (4 bytes an event), a checkpoint takes its
+root from a `MerkleTip` instead: the same walk, kept in O(log n) hashes.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ VERSION = 1
 """Of the tables and what they hold; another version is rebuilt."""
 
 Scope = Callable[[], AbstractContextManager[object]]
+Progress = Callable[[int, int], object]
+"""Called as `progress(done, total)` after each batch walked."""
 
 
 class IndexTables:
@@ -141,10 +146,11 @@ class MerkleIndex:
         except StorageError as exc:
             log.warning("merkle_index_behind", reason=str(exc))
 
-    def extend(self, target: int, *, walk: bool = True) -> None:
+    def extend(self, target: int, *, walk: bool = True, progress: Progress | None = None) -> None:
         """Verify and index the whole tiles among the first `target` leaves: each row walked
         (`ChainWalker`), or, without `walk`, only its leaf linked to the chain value stored
-        with it (what the tree needs, at half the cost: the write path's choice)."""
+        with it (what the tree needs, at half the cost: the write path's choice);
+        `progress(done, target)` after each batch."""
         target -= target % TILE
         while self.size < target:
             start = self.size
@@ -163,6 +169,8 @@ class MerkleIndex:
                 self._frontier, self._loaded = None, False
                 raise
             self.size, self.chain_value = end, chain_value
+            if progress is not None:
+                progress(end, target)
         self._handed = [link for link in self._handed if link.position > self.size]
 
     def start_over(self, reason: str) -> None:
@@ -404,20 +412,61 @@ class MerkleIndex:
 
     def _verified_leaves(self, start: int, end: int) -> tuple[list[bytes], bytes]:
         """Leaf hashes of positions start+1..end, after walking their chain."""
-        leaves: list[bytes] = []
-        walker = ChainWalker(self.log.log_format, self.chain_value, position=start)
-        try:
-            walker.walk(self.log.scan(after=start, until=end), on_leaf=leaves.append)
-        except ChainBreak as brk:
-            raise CorruptLogError(
-                f"cannot index the log: {brk.reason}; run verify", position=brk.position
-            ) from None
-        if walker.position != end:
-            raise CorruptLogError(
-                f"cannot index the log: row {walker.position + 1} is missing; run verify",
-                position=walker.position + 1,
-            )
-        return leaves, walker.chain_value
+        return verified_leaves(self.log, self.chain_value, start, end)
+
+
+def verified_leaves(
+    event_log: EventLog, chain_value: bytes, start: int, end: int
+) -> tuple[list[bytes], bytes]:
+    """Leaf hashes of positions start+1..end, after walking their chain from `chain_value`
+    (`eventlog.ChainWalker`), and the chain value at `end`; `CorruptLogError` at a row that
+    fails or is missing."""
+    leaves: list[bytes] = []
+    walker = ChainWalker(event_log.log_format, chain_value, position=start)
+    try:
+        walker.walk(event_log.scan(after=start, until=end), on_leaf=leaves.append)
+    except ChainBreak as brk:
+        raise CorruptLogError(
+            f"cannot index the log: {brk.reason}; run verify", position=brk.position
+        ) from None
+    if walker.position != end:
+        raise CorruptLogError(
+            f"cannot index the log: row {walker.position + 1} is missing; run verify",
+            position=walker.position + 1,
+        )
+    return leaves, walker.chain_value
+
+
+class MerkleTip:
+    """The Merkle root and chain value at the log's head, from rows walked and verified
+    here, in O(log n) memory (a compact range): a checkpoint's answer where the index would
+    hold every subtree in memory. Later calls walk only the rows appended since; a log
+    whose history changed under it is walked again from the start."""
+
+    def __init__(self, event_log: EventLog) -> None:
+        self.log = event_log
+        self._genesis = genesis_of(event_log)
+        self.size = 0
+        self.chain_value = self._genesis
+        self._range = CompactRange(event_log.log_format.chain)
+
+    def at(self, head: int, progress: Progress | None = None) -> tuple[bytes, bytes]:
+        """(root, chain value) over the first `head` leaves; `progress(done, head)` after
+        each batch walked."""
+        if self.size > head or (
+            self.size and chain_at(self.log, self.size) != self.chain_value.hex()
+        ):
+            log.warning("merkle_tip_rewalk", size=self.size, head=head)
+            self.size, self.chain_value = 0, self._genesis
+            self._range = CompactRange(self.log.log_format.chain)
+        while self.size < head:
+            end = min(head, self.size - self.size % BATCH + BATCH)
+            leaves, chain_value = verified_leaves(self.log, self.chain_value, self.size, end)
+            self._range.add_leaves(leaves)
+            self.size, self.chain_value = end, chain_value
+            if progress is not None:
+                progress(end, head)
+        return self._range.root(), self.chain_value
 
 
 def in_log_file(event_log: EventLog, *, writable: bool) -> IndexTables:

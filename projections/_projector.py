@@ -125,8 +125,11 @@ def advance(
 
 
 def recreate(writer: TableWriter, projector: Projector) -> None:
-    """Drop a projector's tables and create them empty."""
+    """Drop a projector's tables and create them empty (each emptied first, so memory stays
+    bounded however large the table: `sql.TABLE_CLEAR`)."""
     for table in projector.tables:
+        if sql.TABLE_KEPT.exists(writer, (table,)):
+            writer.execute(sql.TABLE_CLEAR.format(table=table))
         writer.execute(sql.TABLE_DROP.format(table=table))
     projector.create(writer)
 

@@ -200,6 +200,13 @@ CHECKPOINT_PUT = (
 )
 TABLE_INSERT = "INSERT INTO {table} VALUES ({marks})"
 TABLE_DROP = "DROP TABLE IF EXISTS {table}"
+TABLE_KEPT = Query(
+    "SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = ?", Present
+)
+TABLE_CLEAR = "DELETE FROM {table}"
+"""Empties a table before it is dropped: one DELETE with no WHERE (SQLite's truncate
+optimization) needs no statement journal, where a DROP inside a longer transaction keeps in
+one (in memory: `temp_store=MEMORY`) the original of every page `secure_delete` zeroes."""
 CHECKPOINT_ADVANCE = (
     "UPDATE fl_projector_checkpoint SET position = ?, chain_hash = ? WHERE name = ?"
 )

@@ -55,6 +55,7 @@ from projections._legacy import (
 from projections._merkle_index import (
     IndexTables,
     MerkleIndex,
+    MerkleTip,
 )
 from projections._merkle_index import (
     in_cache as index_in_cache,
@@ -142,6 +143,7 @@ __all__ = [
     "MemoryType",
     "MerkleIndex",
     "MerkleIndexError",
+    "MerkleTip",
     "ProjectedTransaction",
     "Projection",
     "Projector",

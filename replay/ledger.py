@@ -37,7 +37,7 @@ from projections.internal import (
     open_read_model,
     read_model_at_head,
 )
-from replay.audit import verify
+from replay.audit import Progress, verify
 from replay.checkpoints import Checkpoint
 from replay.conflicts import approve, reject, set_conflict_policy
 from replay.erasure import erase
@@ -216,13 +216,17 @@ class Ledger:
         return prover
 
     def checkpoint(
-        self, *, key: KeySource | None = None, snapshot: bool | None = None
+        self,
+        *,
+        key: KeySource | None = None,
+        snapshot: bool | None = None,
+        progress: Progress | None = None,
     ) -> Checkpoint:
         """A checkpoint of the log at its head now, signed if `key` (an operator key or its
         file) is given. The first checkpoint walks and verifies the log (a row that fails
-        raises `CorruptLogError`); later ones walk only what was appended since. A proof
-        reads the Merkle index kept beside the read model instead, checked against the
-        checkpoint (`replay.proofs.Prover`).
+        raises `CorruptLogError`), calling `progress(done, head)` as it goes; later ones
+        walk only what was appended since. A proof reads the Merkle index kept beside the
+        read model instead, checked against the checkpoint (`replay.proofs.Prover`).
 
         `snapshot`: None (the default) also writes a snapshot of the read model at the log's
         head when the ledger was opened for writing and its snapshots are enabled (`snapshot`
@@ -231,7 +235,7 @@ class Ledger:
         self.require_open()
         if snapshot is True:
             self.require_writable("a checkpoint with a snapshot writes a snapshot file")
-        made = self._prover.checkpoint(key=key)
+        made = self._prover.checkpoint(key=key, progress=progress)
         if snapshot is True:
             snapshot_at_head(self, required=True)
         elif snapshot is None:

@@ -38,7 +38,8 @@ from eventlog.merkle import (
     root_from_inclusion,
     roots_from_consistency,
 )
-from projections.internal import IndexTables, MerkleIndex, MerkleIndexError
+from projections.internal import IndexTables, MerkleIndex, MerkleIndexError, MerkleTip
+from replay.audit import Progress
 from replay.checkpoints import Checkpoint
 from replay.keys import KeySource, operator_key
 
@@ -90,6 +91,7 @@ class Prover:
 
     def __init__(self, event_log: EventLog, tables: IndexTables | None = None) -> None:
         self._index = MerkleIndex(event_log, tables)
+        self._tip = MerkleTip(event_log)
         self._lock = threading.Lock()
 
     @property
@@ -97,17 +99,36 @@ class Prover:
         """The log this prover reads."""
         return self._index.log
 
-    def checkpoint(self, *, key: KeySource | None = None) -> Checkpoint:
+    def checkpoint(
+        self, *, key: KeySource | None = None, progress: Progress | None = None
+    ) -> Checkpoint:
         """A checkpoint of the log at its head now, signed if `key` (an operator key or its
-        file) is given."""
+        file) is given; `progress(done, head)` as the rows it walks are verified. Where the
+        index is written to its tables, or already holds subtrees this prover hashed for
+        proofs, the walk extends it; otherwise, rather than hold every subtree in memory, a
+        `MerkleTip` walks, so a prover that only takes checkpoints keeps constant memory."""
         signer = None if key is None else operator_key(key)
+        if progress is not None and not callable(progress):
+            raise InvalidTypeError("progress must be callable as progress(done, total)")
+        reached = [-1]
+
+        def report(done: int, total: int) -> None:
+            reached[0] = done
+            if progress is not None:
+                progress(done, total)
+
         with self._lock:
             index = self._index
             head = index.refresh()
-            if not index.walked:
-                index.reset()
-            index.extend(head)
-            root, chain_value = index.tip(head)
+            if index.persists or (index.walked and index.size):
+                if not index.walked:
+                    index.reset()
+                index.extend(head, progress=report)
+                root, chain_value = index.tip(head)
+            else:
+                root, chain_value = self._tip.at(head, report)
+        if reached[0] != head:
+            report(head, head)
         taken = Checkpoint(
             log_id=self.log.log_id,
             size=head,

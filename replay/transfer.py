@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 EXPORT_FORMAT = "factledger-export/2"
 Progress = Callable[[int, int], None]
+PROGRESS_EVERY = 1024
+"""Rows written between calls to an export's `progress` (and one at the last)."""
 ERASED = "erased"
 """The `text_state` of a text an authorized erasure removed."""
 IMPORTER = Actor(producer_task_id="import-legacy")
@@ -110,7 +112,8 @@ def export_log(
     fields: bool = False,
 ) -> ExportHeader:
     """Write the whole log to `out` as JSON Lines (streaming; the log is only read), each
-    event once; with `fields`, each line also copies its envelope fields for reading."""
+    event once; with `fields`, each line also copies its envelope fields for reading.
+    `progress(position, head)` every `PROGRESS_EVERY` events and at the last."""
     log = ledger.event_log
     head = log.head()
     header = ExportHeader(
@@ -146,7 +149,9 @@ def export_log(
             fields=None if not fields or record is None else _fields(record),
         )
         out.write(_ENCODER.encode(line).decode() + "\n")
-        if progress is not None:
+        if progress is not None and (
+            row.position % PROGRESS_EVERY == 0 or row.position == head.position
+        ):
             progress(row.position, head.position)
     return header
 

@@ -103,8 +103,12 @@ def verify_(
 @click.pass_obj
 def checkpoint_(session: Session, key: str | None, out: Path | None, snapshot: bool) -> int:
     """Take a checkpoint to keep outside the database (a signed note with --key)."""
-    with session.ledger(read_only=not snapshot) as ledger:
-        taken = ledger.checkpoint(key=session.operator_key(key), snapshot=snapshot or None)
+    signer = session.operator_key(key)
+    with (
+        session.ledger(read_only=not snapshot) as ledger,
+        output.progress("checkpoint: verified") as progress,
+    ):
+        taken = ledger.checkpoint(key=signer, snapshot=snapshot or None, progress=progress)
     if out is not None:
         with replacing(out) as stream:
             stream.write(str(taken))

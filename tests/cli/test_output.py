@@ -402,3 +402,34 @@ def test_verify_deep_shows_a_phase_for_the_refold(demo_log: Path) -> None:
     refold = seen.index("refolding")
     assert (11, 11) == seen[refold - 1] and "comparing" in seen[refold:]
     assert (11, 11) in seen[refold : seen.index("comparing")]
+
+
+@pytest.mark.parametrize(
+    ("command", "label"),
+    [
+        (["verify"], "verified"),
+        (["rebuild"], "rebuilt"),
+        (["export", "--out", "{dir}/export.jsonl"], "exported"),
+        (["checkpoint"], "checkpoint: verified"),
+    ],
+    ids=["verify", "rebuild", "export", "checkpoint"],
+)
+def test_long_walks_show_progress_on_a_terminal_only(
+    demo_log: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], label: str
+) -> None:
+    """verify, rebuild, export and checkpoint draw a progress bar on a terminal's stderr,
+    and write nothing to stderr that is a pipe; stdout holds the JSON alone."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    argv = [a.format(dir=demo_log.parent) for a in command] + ["--db", str(demo_log)]
+    for stream, drawn in ((io.StringIO(), False), (Terminal(), True)):
+        out = io.StringIO()
+        monkeypatch.setattr("sys.stderr", stream)
+        monkeypatch.setattr("sys.stdout", out)
+        assert 0 == main([*argv, "--json"])
+        assert drawn == (label in stream.getvalue())
+        assert drawn == bool(stream.getvalue())
+        assert isinstance(msgspec.json.decode(out.getvalue()), dict)

@@ -15,7 +15,7 @@ import pytest
 from eventlog import chain
 from eventlog.codec import encode_envelope
 from eventlog.events import Envelope
-from eventlog.formats import V2
+from eventlog.formats import V1, V2, LogFormat
 
 ALL = json.loads((Path(__file__).parent.parent / "data" / "chain_vectors.json").read_text())
 V1_VECTORS, V2_VECTORS = ALL["v1"], ALL["v2"]
@@ -106,3 +106,21 @@ def test_node_hash_matches_vector(version: str) -> None:
     scheme, vectors = SCHEMES[version]
     left, right = (bytes.fromhex(e["leaf_hash"]) for e in vectors["events"][:2])
     assert vectors["node_hash_1_2"] == scheme.node_hash(left, right).hex()
+
+
+@pytest.mark.parametrize("log_format", [V1, V2], ids=["v1", "v2"])
+def test_text_matches_holds_a_text_to_content_hash_exactly(log_format: LogFormat) -> None:
+    """`text_matches` (which inlines the hash for the walk) agrees with `content_hash`: the
+    text and salt that made a hash match it; another text, another salt, a salt of the wrong
+    size, no salt in v2, or a stored hash that is not ASCII do not."""
+    text, salt = "ünïcode text".encode(), bytes(range(32))
+    stored = log_format.content_hash(text, salt)
+    other_salt = bytes(32)
+    assert [True, False, log_format is V1, log_format is V1, log_format is V1, False] == [
+        log_format.text_matches(text, salt, stored),
+        log_format.text_matches(text + b"!", salt, stored),
+        log_format.text_matches(text, other_salt, stored),
+        log_format.text_matches(text, salt[:31], stored),
+        log_format.text_matches(text, None, stored),
+        log_format.text_matches(text, salt, stored[:-1] + "é"),
+    ]

@@ -257,8 +257,12 @@ def test_every_event_kind_takes_the_fast_path(
             "UPDATE fl_content SET text = X'EDA080' WHERE position = 2",
             AuditProblem.CONTENT_MISMATCH,
         ),
+        (  # bytes that are not UTF-8 as the event id column: the chunk is read as bytes
+            "UPDATE fl_events SET event_id = X'FF' || CAST(event_id AS BLOB) WHERE position = 2",
+            AuditProblem.CONTENT_MISMATCH,
+        ),
     ],
-    ids=["body", "text beside"],
+    ids=["body", "text beside", "event id"],
 )
 def test_text_that_is_not_unicode_is_reported_not_raised(
     tmp_path: Path, forge: str, problem: AuditProblem
@@ -276,6 +280,25 @@ def test_text_that_is_not_unicode_is_reported_not_raised(
     assert (before != after) == (problem is AuditProblem.CHAIN_BROKEN)
     report = verify(path)
     assert (False, problem, 2) == (report.ok, report.problem, report.first_bad_position)
+
+
+def test_a_body_over_the_read_limit_is_streamed_and_reported(tmp_path: Path) -> None:
+    """A row whose body an edit made larger than a reader decodes is hashed as a stream
+    (the chunk's other rows read as usual) and reported at its position."""
+    path = tmp_path / "log.db"
+    make_log(path, 6)
+    conn = _raw(path)
+    conn.execute(
+        "UPDATE fl_events SET body = CAST(body AS BLOB) || zeroblob(300000) WHERE position = 2"
+    )
+    conn.close()
+    report = verify(path)
+    assert (False, AuditProblem.CHAIN_BROKEN, 2, 1) == (
+        report.ok,
+        report.problem,
+        report.first_bad_position,
+        report.checked,
+    )
 
 
 def delete_late_row(path: Path, _: Path) -> None:

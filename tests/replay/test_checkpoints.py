@@ -21,11 +21,12 @@ from eventlog import (
 )
 from eventlog.chain import SHA256
 from eventlog.contract import fact, memory
-from replay import Checkpoint, NoteSignature, checkpoint, export_log
+from projections import _merkle_index as merkle_index
+from replay import Checkpoint, Ledger, NoteSignature, checkpoint, export_log
 from replay.errors import KeyFileError, UnsignedCheckpointError
 from replay.keys import generate_key, read_operator_key
 from replay.proofs import Prover
-from tests.eventlog.test_tampering import _raw, edit_payload
+from tests.eventlog.test_tampering import _raw, edit_payload, rewrite_with_chain_recomputed
 from tests.replay.test_merkle import sha256_mth
 
 LOG_ID = "00000000-0000-4000-8000-000000000000"
@@ -141,6 +142,56 @@ def test_checkpoint_after_growth_matches_the_reference(tmp_path: Path) -> None:
         assert expected_head(path) == (taken.size, taken.root, taken.chain_hash)
         assert taken == prover.checkpoint()
     log.close()
+
+
+@pytest.mark.parametrize("read_only", [True, False], ids=["tip", "index"])
+def test_checkpoint_reports_progress_up_to_the_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_only: bool
+) -> None:
+    """`checkpoint(progress=...)` is called with increasing positions ending at the head,
+    whether the walk keeps only a tip (read-only) or writes the index; a later checkpoint
+    walks only the rows appended since."""
+    monkeypatch.setattr(merkle_index, "BATCH", 16)
+    path = tmp_path / "log.db"
+    make_log(path, 50)
+    with Ledger.open(path, read_only=read_only) as ledger:
+        first: list[tuple[int, int]] = []
+        taken = ledger.checkpoint(progress=lambda done, total: first.append((done, total)))
+        writer = open_log(path)
+        writer.append_many([memory(f"more {i}") for i in range(20)])
+        writer.close()
+        later: list[tuple[int, int]] = []
+        grown = ledger.checkpoint(progress=lambda done, total: later.append((done, total)))
+    assert (50, 70) == (taken.size, grown.size)
+    assert expected_head(path) == (grown.size, grown.root, grown.chain_hash)
+    assert len(first) >= 4 and len(set(first)) == len(first) and sorted(first) == first
+    assert (50, 50) == first[-1]
+    assert all(done > 48 for done, _ in later) and (70, 70) == later[-1]
+
+
+def test_a_kept_tip_walks_again_when_history_changes(tmp_path: Path) -> None:
+    """A prover that keeps only a tip takes the next checkpoint from the log as it is now
+    when a row under the tip was rewritten (chain recomputed), never from the old tip."""
+    path = tmp_path / "log.db"
+    make_log(path, 12)
+    log = open_log(path, read_only=True)
+    prover = Prover(log)
+    before = prover.checkpoint()
+    conn = _raw(path)
+    rewrite_with_chain_recomputed(conn)
+    conn.close()
+    after = prover.checkpoint()
+    log.close()
+    assert before.root != after.root
+    assert expected_head(path) == (after.size, after.root, after.chain_hash)
+
+
+def test_checkpoint_refuses_a_progress_that_cannot_be_called(tmp_path: Path) -> None:
+    """A progress that is not callable is refused before anything is walked."""
+    path = tmp_path / "log.db"
+    make_log(path, 3)
+    with Ledger.open(path) as ledger, pytest.raises(InvalidTypeError, match="progress"):
+        ledger.checkpoint(progress=5)  # type: ignore[arg-type]
 
 
 def test_checkpoint_refuses_a_log_that_does_not_verify(tmp_path: Path) -> None:

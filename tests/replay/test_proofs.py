@@ -443,6 +443,7 @@ def test_a_kept_prover_starts_over_after_a_rewritten_history(
     checkpoint, and describes the log as it now is."""
     path = Path(counted(prover).path)
     before = prover.checkpoint()
+    prover.prove_inclusion(1, before)  # the index now holds subtrees it walked
     rewrite_with_chain_recomputed(_raw(path))
     caplog.set_level("DEBUG", logger="factledger")
     caplog.clear()

@@ -156,6 +156,21 @@ def test_swap_repairs_a_corrupted_table(
     assert ["second"] == [e.content for e in store.list(type="decision")]
 
 
+def test_swap_leaves_no_bytes_of_the_rows_it_replaced(
+    db_path: Path, store: SQLiteMemoryStore, ledger: Ledger
+) -> None:
+    """The tables a swap replaces are emptied before they are dropped (memory stays bounded)
+    and what they held is still overwritten: a planted row's text is nowhere in the file."""
+    populate(store)
+    marker = "planted-text-0123456789abcdef"
+    tamper(db_path, f"UPDATE fl_memory SET content = '{marker}' WHERE id = 2")
+    ledger.rebuild(swap=True)
+    assert ledger.event_log.fold_wal()
+    store.close()
+    ledger.close()
+    assert marker.encode() not in db_path.read_bytes()
+
+
 def test_swap_recreates_a_dropped_table(
     db_path: Path, store: SQLiteMemoryStore, ledger: Ledger
 ) -> None:
