@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from eventlog import EventLog, ReadOnlyStoreError, SQLiteEventLog, StorageError
 from eventlog.sqlite import translate
@@ -243,7 +243,33 @@ class CacheDatabase(Database):
 SEALED = "this view is read-only: it shows a past state of the log"
 
 
-class ScratchDatabase(Database):
+class FoldDatabase(Database):
+    """A database a past state is folded into, then sealed for reading (`ScratchDatabase`,
+    `SnapshotDatabase`)."""
+
+    _sealed = False
+
+    def seal(self) -> None:
+        """Refuse every write from now on (`_refuse_writes`): a statement that would change
+        the database raises `ReadOnlyStoreError`, however it is written."""
+        try:
+            _refuse_writes(self._conn)
+        except sqlite3.Error as exc:
+            raise translate(exc, "seal", self._where) from None
+        self._sealed = True
+
+    def _translate(self, exc: sqlite3.Error, action: str) -> Exception:
+        if self._sealed and _refused_write(exc):
+            return ReadOnlyStoreError(SEALED)
+        return super()._translate(exc, action)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Self]:
+        """Reads, in the shape a store's snapshot has."""
+        yield self
+
+
+class ScratchDatabase(FoldDatabase):
     """A private database to fold a read model into, outside the log's file: in memory (time
     travel, history) or a temporary file beside the log (a rebuild's shadow). Never durable,
     and gone once closed."""
@@ -267,7 +293,6 @@ class ScratchDatabase(Database):
         except sqlite3.Error as exc:
             self.close()
             raise translate(exc, "configure", where) from None
-        self._sealed = False
 
     @classmethod
     def beside(cls, database: Path) -> ScratchDatabase:
@@ -291,25 +316,6 @@ class ScratchDatabase(Database):
             self._conn.rollback()
             raise
         self.execute("COMMIT")
-
-    def seal(self) -> None:
-        """Refuse every write from now on (`_refuse_writes`): a statement that would change
-        the database raises `ReadOnlyStoreError`, however it is written."""
-        try:
-            _refuse_writes(self._conn)
-        except sqlite3.Error as exc:
-            raise translate(exc, "seal", self._where) from None
-        self._sealed = True
-
-    def _translate(self, exc: sqlite3.Error, action: str) -> Exception:
-        if self._sealed and _refused_write(exc):
-            return ReadOnlyStoreError(SEALED)
-        return super()._translate(exc, action)
-
-    @contextmanager
-    def snapshot(self) -> Iterator[ScratchDatabase]:
-        """Reads, in the shape a store's snapshot has."""
-        yield self
 
     def close(self) -> None:
         """Free the database, and delete its file if it has one."""
@@ -359,7 +365,7 @@ class ScratchDatabase(Database):
         return scratch
 
 
-class SnapshotDatabase(Database):
+class SnapshotDatabase(FoldDatabase):
     """A snapshot file (`projections._snapshots`) opened to fold a few events into inside
     one write transaction that is never committed: in WAL mode its pages go to the WAL as
     frames no commit ever marks, so the file is left as it was, even by a crash, and closing
@@ -386,29 +392,10 @@ class SnapshotDatabase(Database):
         except sqlite3.Error as exc:
             conn.close()
             raise translate(exc, "open", where) from None
-        self._sealed = False
 
     @contextmanager
     def bulk(self) -> Iterator[SnapshotDatabase]:
         """Writes inside the transaction already open (never committed)."""
-        yield self
-
-    def seal(self) -> None:
-        """Refuse every write from now on, as `ScratchDatabase.seal` does."""
-        try:
-            _refuse_writes(self._conn)
-        except sqlite3.Error as exc:
-            raise translate(exc, "seal", self._where) from None
-        self._sealed = True
-
-    def _translate(self, exc: sqlite3.Error, action: str) -> Exception:
-        if self._sealed and _refused_write(exc):
-            return ReadOnlyStoreError(SEALED)
-        return super()._translate(exc, action)
-
-    @contextmanager
-    def snapshot(self) -> Iterator[SnapshotDatabase]:
-        """Reads, in the shape a store's snapshot has."""
         yield self
 
     def close(self) -> None:

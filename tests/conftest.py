@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,12 +23,15 @@ pytest_plugins = ["tests.postgres", "tests.read_models"]
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every test starts without the variables factledger reads (a developer's shell may set
-    FACTLEDGER_TRUST_POLICY=0, say), and leaves structlog as it found it."""
+    FACTLEDGER_TRUST_POLICY=0, say), and leaves structlog and the library's logger level (a
+    benchmark run in a test silences it) as it found them."""
     for setting in SETTINGS:
         for name in setting.variables:
             monkeypatch.delenv(name, raising=False)
+    level = logging.getLogger("factledger").level
     yield
     structlog.reset_defaults()
+    logging.getLogger("factledger").setLevel(level)
 
 
 class Clock:

@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.bench import flat_memory
-
-
-@pytest.fixture(autouse=True)
-def library_log_level_restored() -> Iterator[None]:
-    """The benchmark silences the library's logger; later tests get it back as it was."""
-    logger = logging.getLogger("factledger")
-    level = logger.level
-    yield
-    logger.setLevel(level)
 
 
 def test_flat_memory_measures_every_operation_at_both_sizes(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,15 +20,6 @@ MEASURES = [
     "prove (fresh process)",
     "blast radius (one adapter)",
 ]
-
-
-@pytest.fixture(autouse=True)
-def library_log_level_restored() -> Iterator[None]:
-    """The benchmark silences the library's logger; later tests get it back as it was."""
-    logger = logging.getLogger("factledger")
-    level = logger.level
-    yield
-    logger.setLevel(level)
 
 
 def test_scale_table_measures_everything_in_fresh_processes(
