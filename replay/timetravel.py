@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from eventlog import InvalidInputError, LogSnapshot
-from eventlog.checks import check_position, check_ts_ns
+from eventlog.checks import check_ts_ns
 from projections import (
     MemoryView,
 )
 from projections.internal import (
     view_at,
 )
-from replay.snapshots import kept
+from replay.snapshots import kept, past_position
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
@@ -37,23 +37,15 @@ def as_of(ledger: Ledger, *, position: int | None = None, ts_ns: int | None = No
     if (position is None) == (ts_ns is None):
         raise InvalidInputError("as_of needs exactly one of position and ts_ns")
     event_log = ledger.event_log
-    with event_log.snapshot() as snap:
-        if position is not None:
-            target = _position(snap, position)
-        else:
+    if position is not None:
+        target = past_position(ledger, position)
+    else:
+        with event_log.snapshot() as snap:
             target = _position_at(snap, check_ts_ns(ts_ns))
     directory, erased_after = kept(ledger)
     return view_at(
         event_log, target, db_path=ledger.target, snapshots=directory, erased_after=erased_after
     )
-
-
-def _position(snap: LogSnapshot, position: object) -> int:
-    target = check_position("position", position)
-    head = snap.head().position
-    if target > head:
-        raise InvalidInputError(f"position {target} is past the log head {head}")
-    return target
 
 
 def _position_at(snap: LogSnapshot, ts_ns: int) -> int:
