@@ -25,6 +25,7 @@ import json
 import multiprocessing
 import random
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -49,6 +50,7 @@ READ_TAGS = ("backend", "tests", "api", "docs", "security")
 READERS = ("claude-code", "codex", "gemini-cli")
 SUSPECT = "codex"
 KIB_PER_MB = 1024
+PROGRESS_EVERY = 100_000
 TARGETS = (
     "as-of late within 2x of as-of early",
     "prove under 100 ms",
@@ -84,6 +86,7 @@ def build(path: Path, events: int) -> dict[str, Any]:
     store = SQLiteMemoryStore(path, durability="fast")
     kb = CrossTaskKB(store, run_id="scale-run", producer_task_id="scale-builder")
     cycle = receipts = 0
+    reported = 0
     try:
         while (left := events - store.event_log.head().position) > 0:
             writes = min(BATCH, -(-left * WRITES_PER_RECEIPT // (WRITES_PER_RECEIPT + 1)))
@@ -100,6 +103,10 @@ def build(path: Path, events: int) -> dict[str, Any]:
                 load_persistent_memory(store, tags, task_id=f"task-{receipts}", adapter=reader)
                 receipts += 1
             cycle += 1
+            if (done := store.event_log.head().position) >= reported + PROGRESS_EVERY:
+                reported = done
+                rate = done / (time.perf_counter() - start)
+                print(f"built {done:,} of {events:,} events, {rate:,.0f}/s", file=sys.stderr)
         head = store.event_log.head().position
     finally:
         store.close()
@@ -267,8 +274,10 @@ def measure(path: Path, events: int) -> list[Row]:
 
 
 def _row(name: str, done: tuple[float, int, str], folded: int | None = None) -> Row:
+    """One measured line, also printed to stderr at once (a 10M table runs for an hour)."""
     seconds, peak_kib, detail = done
     rate = folded / seconds if folded else None
+    print(f"{name}: {seconds:,.3f} s, {peak_kib / KIB_PER_MB:,.0f} MB, {detail}", file=sys.stderr)
     return Row(name, seconds, rate, peak_kib / KIB_PER_MB, detail)
 
 
@@ -280,22 +289,17 @@ def _measure(path: Path, events: int) -> list[Row]:
     where = str(path)
     early, late, before = max(1, events // 100), events * 99 // 100, events * 98 // 100
 
-    def row(name: str, done: tuple[float, int, str], folded: int | None) -> Row:
-        seconds, peak_kib, detail = done
-        rate = folded / seconds if folded else None
-        return Row(name, seconds, rate, peak_kib / KIB_PER_MB, detail)
-
     taken = in_fresh_process(_checkpoint, where)
     rows = [
-        row("verify", in_fresh_process(_verify, where), events),
-        row("rebuild", in_fresh_process(_rebuild, where), events),
-        row("checkpoint (first, fresh Ledger)", taken, events),
-        row("as-of early (1%)", in_fresh_process(_as_of, where, early), early),
-        row("as-of late (99%)", in_fresh_process(_as_of, where, late), late),
-        row("diff (98% to 99%)", in_fresh_process(_diff, where, before, late), None),
-        row("history --at (99%)", in_fresh_process(_history_at, where, late), None),
-        row("prove (fresh process)", in_fresh_process(_prove, where, late, taken[2]), None),
-        row("blast radius (one adapter)", in_fresh_process(_blast_radius, where), None),
+        _row("verify", in_fresh_process(_verify, where), events),
+        _row("rebuild", in_fresh_process(_rebuild, where), events),
+        _row("checkpoint (first, fresh Ledger)", taken, events),
+        _row("as-of early (1%)", in_fresh_process(_as_of, where, early), early),
+        _row("as-of late (99%)", in_fresh_process(_as_of, where, late), late),
+        _row("diff (98% to 99%)", in_fresh_process(_diff, where, before, late), None),
+        _row("history --at (99%)", in_fresh_process(_history_at, where, late), None),
+        _row("prove (fresh process)", in_fresh_process(_prove, where, late, taken[2]), None),
+        _row("blast radius (one adapter)", in_fresh_process(_blast_radius, where), None),
     ]
     rows[2].detail = f"{events:,} leaves"
     return rows
