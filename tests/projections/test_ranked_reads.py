@@ -78,9 +78,9 @@ POLICIES = st.sampled_from(
         MemoryTrustPolicy(enabled=False),
     ]
 )
-SEARCH_SETTINGS = st.sampled_from([(1, 1, 0, 1), (2, 3, 4, 2), (32, 4096, 256, 500)])
-"""(FIRST_CHUNK, SIZE_COUNT_CAP, FULL_COUNT_AFTER, ID_BATCH): tiny values make every search
-read lists in many chunks, break ties between capped sizes, and fetch entries in batches."""
+SEARCH_SETTINGS = st.sampled_from([(1, 1, 1, 1), (2, 3, 2, 2), (32, 4096, 8, 500)])
+"""(FIRST_CHUNK, SIZE_COUNT_CAP, COUNT_AHEAD, ID_BATCH): tiny values make every search read
+lists in many chunks, break ties between capped sizes, and fetch entries in batches."""
 
 
 def apply(store: SQLiteMemoryStore, operations: Sequence[tuple[Any, ...]]) -> None:
@@ -160,12 +160,12 @@ def reason(row: tuple[Any, ...]) -> str:
 
 @contextmanager
 def search_settings(
-    first_chunk: int, count_cap: int, full_count_after: int, id_batch: int
+    first_chunk: int, count_cap: int, count_ahead: int, id_batch: int
 ) -> Iterator[None]:
     with (
         mock.patch.object(reads, "FIRST_CHUNK", first_chunk),
         mock.patch.object(reads, "SIZE_COUNT_CAP", count_cap),
-        mock.patch.object(reads, "FULL_COUNT_AFTER", full_count_after),
+        mock.patch.object(reads, "COUNT_AHEAD", count_ahead),
         mock.patch.object(sql, "ID_BATCH", id_batch),
     ):
         yield
@@ -233,6 +233,39 @@ def test_entries_sharing_more_tags_outrank_more_important_ones(store: SQLiteMemo
     with search_settings(4, 8, 0, 500):
         got = store.get_relevant(["pop", "rare"], limit=3)
     assert [both, rare, 300] == [e.id for e in got]
+
+
+def test_counting_tag_lists_costs_a_bounded_share_of_the_reading(
+    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two long lists that rarely meet make a search read far down both: each list is counted
+    only up to a multiple of the rows read so far, never in full (a full count of a common tag
+    grew with the log), and the shorter list is still told apart and read first."""
+    rows = [{"type": "learning", "content": f"a{i}", "tags": ["long"]} for i in range(600)]
+    rows += [{"type": "learning", "content": f"b{i}", "tags": ["longer"]} for i in range(900)]
+    store.add_many(rows)
+    both = store.add("learning", "both", ["long", "longer"], importance=0.1)
+    caps: list[int] = []
+    taken: Counter[str] = Counter()
+    count, read = reads._TagList.count, reads._TagList.read
+
+    def counting(self: Any, db: Any, cap: int) -> int:
+        caps.append(cap)
+        return count(self, db, cap)
+
+    def reading(self: Any, *args: Any) -> Any:
+        rows = read(self, *args)
+        taken[self.tag] += len(rows)
+        return rows
+
+    monkeypatch.setattr(reads._TagList, "count", counting)
+    monkeypatch.setattr(reads._TagList, "read", reading)
+    with search_settings(4, 8, 2, 500):
+        got = store.get_relevant(["long", "longer"], limit=2)
+    assert [both, len(rows)] == [e.id for e in got]
+    assert caps == sorted(caps) and caps[-1] > 8, "the cap grows as the search reads"
+    assert max(caps) <= 2 * 2 * sum(taken.values()) < MAX_POSITION
+    assert taken["long"] == 601 and taken["longer"] < 900, "the shorter list is read out"
 
 
 def test_a_limit_beyond_every_entry_returns_them_all(store: SQLiteMemoryStore) -> None:
