@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import base64
 import hmac
-import itertools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
@@ -31,7 +30,6 @@ from eventlog import (
     LogMissingError,
     Problem,
     SQLiteEventLog,
-    StoredRow,
 )
 from eventlog.merkle import CompactRange
 from eventlog.stored import genesis_of
@@ -44,14 +42,13 @@ from projections.internal import (
     judge_erasures,
     read_model_drift,
 )
+from replay import walk_workers
 from replay.checkpoints import Checkpoint
 from replay.migrate import previous_problem
 
 if TYPE_CHECKING:
     from replay.ledger import Ledger
 
-BATCH = 1 << 14
-"""Rows walked between progress reports (and Merkle folds)."""
 
 Progress = Callable[[int, int], object]
 """Called as `progress(done, total)` while a walk runs."""
@@ -117,6 +114,7 @@ def verify(
     deep: bool = False,
     phase: Phase | None = None,
     previous: str | os.PathLike[str] | None = None,
+    workers: int | None = None,
 ) -> AuditReport:
     """Re-hash every row of the log and report the first failure; with a `checkpoint`, also
     fail unless the log still extends it; with `deep`, also fail unless every projection in
@@ -124,8 +122,11 @@ def verify(
     migration copied, also fail unless the log is its migration
     (`replay.migrate.previous_problem`). Only reads. `progress(done, total)` reports each
     phase's work, `phase(name)` the start of each after the first (with `deep`:
-    'refolding', then 'comparing')."""
+    'refolding', then 'comparing'). `workers` caps the processes the walk of a SQLite log of
+    200,000 rows or more uses (None: one per core, at most 4; 1: this process alone); the
+    report is the same either way."""
     _check_checkpoint(checkpoint)
+    _check_workers(workers)
     if progress is not None and not callable(progress):
         raise InvalidTypeError("progress must be callable as progress(done, total)")
     if phase is not None and not callable(phase):
@@ -150,7 +151,7 @@ def verify(
             f"{log_id}: a different log was put in its place",
         )
     tree_size = min(checkpoint.size, head) if checkpoint is not None else 0
-    walked = _walk(event_log, report, tree_size, progress)
+    walked = _walk(event_log, report, tree_size, progress, workers)
     verdict = msgspec.structs.replace(
         _judge(report, walked, checkpoint, tree_size),
         findings=walked.findings,
@@ -192,6 +193,15 @@ def log_missing(missing: LogMissingError, checkpoint: Checkpoint | None) -> Audi
         empty=True,
         checkpoint=None if checkpoint is None else _summary(checkpoint),
     )
+
+
+def _check_workers(workers: object) -> None:
+    if workers is None:
+        return
+    if not isinstance(workers, int) or isinstance(workers, bool):
+        raise InvalidTypeError(f"workers must be an int or None, not {type(workers).__name__}")
+    if workers < 1:
+        raise InvalidInputError(f"workers must be at least 1, not {workers}")
 
 
 def _check_checkpoint(checkpoint: object) -> None:
@@ -355,29 +365,25 @@ class _Walked(NamedTuple):
 
 
 def _walk(
-    event_log: EventLog, report: _Report, tree_size: int, progress: Progress | None
+    event_log: EventLog,
+    report: _Report,
+    tree_size: int,
+    progress: Progress | None,
+    workers: int | None,
 ) -> _Walked:
-    """Verify every row; fold the leaves up to `tree_size` into a Merkle tree."""
+    """Verify every row (`replay.walk_workers`: in several processes where that pays); fold
+    the leaves up to `tree_size` into a Merkle tree."""
     walker = ChainWalker(event_log.log_format, report.genesis)
     tree = CompactRange(event_log.log_format.chain)
     checkpoint_chain = report.genesis
-    leaves: list[bytes] = []
     try:
-        for begin, end in _batches(report.head, tree_size):
-            folding = end <= tree_size
-            walker.walk(event_log.scan(after=begin, until=end), leaves.append if folding else None)
-            while walker.position < end:
-                walker.feed(_next_row(event_log, walker.position))
-            if folding:
-                tree.add_leaves(leaves)
-                leaves.clear()
-            if end == tree_size:
-                checkpoint_chain = walker.chain_value
-            if progress is not None:
-                progress(end, report.head)
+        found = walk_workers.walk_log(
+            event_log, walker, tree, report.head, tree_size, progress, workers
+        )
     except ChainBreak as brk:
-        found = tuple(walker.findings)
-        return _Walked(walker.position, walker.chain_value, brk, tree, checkpoint_chain, found)
+        findings = tuple(walker.findings)
+        return _Walked(walker.position, walker.chain_value, brk, tree, checkpoint_chain, findings)
+    checkpoint_chain = checkpoint_chain if found is None else found
     erasures = tuple(
         judge_erasures(event_log.log_id, (event_log.event_at(p) for p in walker.authority_rows))
     )
@@ -391,7 +397,7 @@ def _walk(
         )
         if p is not None
     ]
-    found = tuple(
+    findings = tuple(
         f for f in walker.findings if not (f.problem == "absent" and f.position in erased)
     )
     return _Walked(
@@ -400,7 +406,7 @@ def _walk(
         None,
         tree,
         checkpoint_chain,
-        found,
+        findings,
         erasures,
         min(problems) if problems else None,
     )
@@ -408,23 +414,3 @@ def _walk(
 
 _ABSENT = "no text is stored beside the event, and no erasure in force names it"
 _MISMATCH = "the text stored beside the event does not match its content_hash"
-
-
-def _batches(head: int, tree_size: int) -> Iterator[tuple[int, int]]:
-    """(begin, end) pairs covering 0..head, cut at multiples of BATCH and at tree_size."""
-    cuts = {0, head, *range(BATCH, head, BATCH)}
-    if 0 < tree_size < head:
-        cuts.add(tree_size)
-    return itertools.pairwise(sorted(cuts))
-
-
-def _next_row(event_log: EventLog, position: int) -> StoredRow:
-    """The first stored row after `position`, to name what a walk that stopped short missed."""
-    row = next(event_log.scan(after=position, limit=1), None)
-    if row is None:
-        raise ChainBreak(
-            position + 1,
-            Problem.ROW_MISSING,
-            f"row missing: expected position {position + 1}, no later row is stored",
-        )
-    return row

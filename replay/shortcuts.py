@@ -57,6 +57,7 @@ def verify(
     deep: bool = False,
     phase: Phase | None = None,
     previous: Target | None = None,
+    workers: int | None = None,
 ) -> AuditReport:
     """`Ledger.verify` on the log at `path_or_dsn`, opened read-only for this call. A file
     holding a log's remains, or none where `checkpoint` says one was, is reported as
@@ -67,7 +68,12 @@ def verify(
         return log_missing(missing, checkpoint)
     with ledger:
         return ledger.verify(
-            checkpoint=checkpoint, progress=progress, deep=deep, phase=phase, previous=previous
+            checkpoint=checkpoint,
+            progress=progress,
+            deep=deep,
+            phase=phase,
+            previous=previous,
+            workers=workers,
         )
 
 

@@ -48,9 +48,21 @@ def read_checkpoint(path: str) -> Checkpoint:
     help="the format-v1 log file this log was migrated from: exit 2 unless the log's "
     "migration statement names OLD's id, size and head chain value and copies its events",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="processes walking a SQLite log of 200,000 events or more (default: one per core, "
+    "at most 4; 1: one process); the verdict is the same",
+)
 @click.pass_obj
 def verify_(
-    session: Session, taken: str | None, pub: str | None, deep: bool, previous: str | None
+    session: Session,
+    taken: str | None,
+    pub: str | None,
+    deep: bool,
+    previous: str | None,
+    workers: int | None,
 ) -> int:
     """Re-hash the whole log (exit 0 ok, 1 bad input, no log or an empty one, 2 tampering).
 
@@ -81,6 +93,7 @@ def verify_(
             deep=deep,
             phase=progress.phase,
             previous=previous,
+            workers=workers,
         )
     session.emit(report)
     if not report.ok:

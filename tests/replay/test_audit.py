@@ -20,7 +20,7 @@ from eventlog import (
 )
 from eventlog.chain import SHA256
 from eventlog.contract import EVERY_KIND, fact, memory
-from replay import AuditProblem, AuditReport, Checkpoint, audit, checkpoint, verify
+from replay import AuditProblem, AuditReport, Checkpoint, checkpoint, verify, walk_workers
 from replay.cli.output import to_json, to_text
 from tests.eventlog.test_tampering import (
     _raw,
@@ -332,7 +332,7 @@ def test_walking_in_small_batches_changes_nothing(
     if tamper is not None:
         tamper(path, tmp_path)
     whole = verify(path, checkpoint=taken)
-    monkeypatch.setattr(audit, "BATCH", 6)
+    monkeypatch.setattr(walk_workers, "BATCH", 6)
     assert whole == verify(path, checkpoint=taken)
 
 
