@@ -294,3 +294,48 @@ def test_bad_worker_counts_are_refused(tmp_path: Path) -> None:
             verify(path, workers=bad)
     with pytest.raises(InvalidTypeError, match="workers"):
         verify(path, workers="2")  # type: ignore[arg-type]
+
+
+PLANTED = """
+import sqlite3, struct, sys
+import msgspec
+
+request = msgspec.msgpack.decode(sys.stdin.buffer.read())
+path, after, until = request["path"], request["after"], request["until"]
+conn = sqlite3.connect(path)
+chain = dict(conn.execute("SELECT position, chain_hash FROM fl_events WHERE position IN (?, ?)",
+                          (after, until)))
+answer = msgspec.msgpack.encode({
+    "type": "Walked", "start_chain": chain[after], "position": until,
+    "chain_value": chain[until], "failure": None, "nodes": [], "checkpoint_chain": None,
+    "findings": [], "unreadable": 0, "text_problems": 0, "first_mismatch": None,
+    "absent": b"", "authority_rows": b"",
+})
+sys.stdout.buffer.write(struct.pack(">I", len(answer)) + answer)
+"""
+
+
+def test_a_worker_planted_in_the_working_directory_is_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent that writes `replay/walk_workers.py` where verify runs, to answer "all good"
+    for a range it tampered with, is not heard: workers start isolated (-I), so neither the
+    working directory nor PYTHON* variables choose their code. Without -I the planted
+    answer would hide the edit (the control)."""
+    path = tmp_path / "log.db"
+    make_log(path)
+    tampered(path, edit_payload(30))
+    planted = tmp_path / "cwd" / "replay"
+    planted.mkdir(parents=True)
+    (planted / "__init__.py").write_text("")
+    (planted / "walk_workers.py").write_text(PLANTED)
+    monkeypatch.chdir(planted.parent)
+    monkeypatch.setenv("PYTHONPATH", str(planted.parent))
+    report = verify(path, workers=2)
+    assert (False, AuditProblem.CHAIN_BROKEN, 30) == (
+        report.ok,
+        report.problem,
+        report.first_bad_position,
+    )
+    monkeypatch.setattr(walk_workers, "_COMMAND", [sys.executable, "-m", "replay.walk_workers"])
+    assert verify(path, workers=2).ok, "the control: an unisolated worker is believed"
