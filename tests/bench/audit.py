@@ -29,6 +29,7 @@ SCAN = "SELECT position, event_id, body, chain_hash FROM fl_events ORDER BY posi
 SCAN_NAME = "plain sqlite3 full table scan of the same log table (rows/s)"
 VERIFY_RATE = Target("ours>=", 300_000, ">= 300,000 ev/s")
 REBUILD_RATE = Target("ours>=", 150_000, ">= 150,000 ev/s")
+WORKERS_RATE = Target("ours>=", 200_000, ">= 200,000 ev/s on 2 cores (issue 28)")
 PROOF_P50 = Target("ours<=", 1.0, "p50 <= 1 ms")
 
 
@@ -70,6 +71,7 @@ def audit(ctx: Context) -> list[Result]:
                 "primitive Ledger.verify builds on",
             ),
             _verify(ctx, scan, path, where),
+            _verify_workers(ctx, path, where),
             _rebuild(ctx, scan, path, where),
             _proofs(ctx, path, events, where),
         ]
@@ -127,6 +129,37 @@ def _verify(ctx: Context, scan: Callable[[], float], path: Path, where: str) -> 
         return int(report.checked) / seconds
 
     return _rate("verify.events_per_s", ctx, scan, run, VERIFY_RATE, where + "; replay.verify")
+
+
+def _verify_workers(ctx: Context, path: Path, where: str) -> Result:
+    """verify as it runs (one process per core, for a log of 200k events or more) against
+    verify in one process, back to back in each round."""
+    module = optional("replay")
+    if isinstance(module, str):
+        return unavailable("verify.workers.events_per_s", "ev/s", WORKERS_RATE, module)
+
+    def run(workers: int | None) -> float:
+        start = time.perf_counter()
+        report = module.verify(path, workers=workers)
+        seconds = time.perf_counter() - start
+        if not report.ok:
+            raise RuntimeError(f"verify failed on an untouched log: {report.reason}")
+        return int(report.checked) / seconds
+
+    runs = paired(ctx.scale.audit_rounds, partial(run, 1), partial(run, None))
+    base, mine, ratio = runs.summary()
+    return Result(
+        "verify.workers.events_per_s",
+        mine,
+        "ev/s",
+        baseline=base,
+        baseline_name="replay.verify(workers=1): the same walk in one process",
+        target=WORKERS_RATE,
+        ratio=ratio,
+        note=where + "; replay.verify with its default workers (one per core, at most 4, "
+        "from 200,000 events)",
+        extra=runs.samples(),
+    ).judge()
 
 
 def _rebuild(ctx: Context, scan: Callable[[], float], path: Path, where: str) -> Result:

@@ -78,6 +78,7 @@ GROUPS = (
         (
             "verify_chain.events_per_s",
             "verify.events_per_s",
+            "verify.workers.events_per_s",
             "rebuild.events_per_s",
             "inclusion_proof.p50",
         ),
