@@ -140,11 +140,19 @@ def cuts(event_log: EventLog, head: int, workers: int | None) -> list[int]:
     at least `PARALLEL_FROM` rows and more than one process is allowed (None: one per core
     this process may use, at most `MAX_WORKERS`)."""
     if workers is None:
-        workers = min(len(os.sched_getaffinity(0)), MAX_WORKERS)
+        workers = min(_cores(), MAX_WORKERS)
     if workers < 2 or head < PARALLEL_FROM or not _walkable_elsewhere(event_log):
         return [head]
     step = -(-head // workers // BATCH) * BATCH
     return [*range(step, head, step), head]
+
+
+def _cores() -> int:
+    """The cores this process may run on (all of them where the system cannot say)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every system
+        return os.cpu_count() or 1
 
 
 def _walkable_elsewhere(event_log: EventLog) -> bool:
@@ -260,7 +268,7 @@ def walk_log(
                 until = worker.request.until
                 there = walk_range(event_log, walker, tree, until, tree_size, advance)
             else:
-                there = join(walker, tree, walked)
+                there = join(walker, tree, walked, worker.request.until)
             found = found if there is None else there
             report()
         return found
@@ -273,11 +281,12 @@ def _path(event_log: EventLog) -> str:
     return event_log.path if isinstance(event_log, SQLiteEventLog) else ""
 
 
-def join(walker: ChainWalker, tree: CompactRange, walked: Walked) -> bytes | None:
-    """Take on the range a worker walked right after `walker`'s: its findings, its Merkle
-    nodes, its end; return its chain value at the checkpoint's size, if it held it. Raises
-    `ChainBreak` where the worker's start is not where `walker` stopped (the log changed
-    while it was walked), or at the worker's first failed row."""
+def join(walker: ChainWalker, tree: CompactRange, walked: Walked, until: int) -> bytes | None:
+    """Take on the range up to `until` a worker walked right after `walker`'s: its findings,
+    its Merkle nodes, its end; return its chain value at the checkpoint's size, if it held
+    it. Raises `ChainBreak` where the worker's start is not where `walker` stopped (the log
+    changed while it was walked), at the worker's first failed row, or where it says it
+    stopped short of `until` with no failure (never believed)."""
     if not hmac.compare_digest(walker.chain_value, walked.start_chain):
         raise ChainBreak(
             walker.position + 1,
@@ -299,6 +308,12 @@ def join(walker: ChainWalker, tree: CompactRange, walked: Walked) -> bytes | Non
     if walked.failure is not None:
         position, problem, reason = walked.failure
         raise ChainBreak(position, Problem(problem), reason)
+    if walked.position != until:
+        raise ChainBreak(
+            walked.position + 1,
+            Problem.ROW_MISSING,
+            f"a worker walked to position {walked.position}, not {until}: rows after it unread",
+        )
     return walked.checkpoint_chain
 
 

@@ -231,12 +231,11 @@ def test_a_worker_that_fails_costs_time_not_the_verdict(
         caplog.clear()
 
 
-def test_a_start_that_differs_from_where_the_walk_before_ended_fails_closed(
-    tmp_path: Path,
-) -> None:
+def test_an_answer_that_does_not_continue_the_walk_fails_closed(tmp_path: Path) -> None:
     """A worker's range starts from the chain value stored at its start; if that is not the
     value the walk before it reached (the log changed between the two reads), the join
-    refuses it as a broken chain rather than trusting either."""
+    refuses it as a broken chain rather than trusting either; an answer that ends short of
+    its range with no failure is refused too."""
     path = tmp_path / "log.db"
     make_log(path, 20)
     log = open_log(path, read_only=True)
@@ -258,10 +257,14 @@ def test_a_start_that_differs_from_where_the_walk_before_ended_fails_closed(
         authority_rows=b"",
     )
     with pytest.raises(ChainBreak) as broke:
-        walk_workers.join(walker, tree, answer)
+        walk_workers.join(walker, tree, answer, 20)
     assert (11, AuditProblem.CHAIN_BROKEN) == (broke.value.position, broke.value.problem)
     assert "changed while it was verified" in broke.value.reason
     assert 10 == walker.position
+    stops_short = msgspec.structs.replace(answer, start_chain=walker.chain_value, position=19)
+    with pytest.raises(ChainBreak) as broke:
+        walk_workers.join(walker, tree, stops_short, 20)
+    assert (20, AuditProblem.ROW_MISSING) == (broke.value.position, broke.value.problem)
     log.close()
 
 
