@@ -20,21 +20,34 @@ MEASURES = [
     "prove (fresh process)",
     "blast radius (one adapter)",
 ]
+SNAPSHOTS = ["snapshot (fresh, from the first event)", "snapshot storage"]
+PAST = [
+    "as-of worst (newest snapshot - 1)",
+    "as-of late (99%), from the first event",
+    "diff (98% to 99%), from the first event",
+    "history --at (99%), from the first event",
+]
 
 
 def test_scale_table_measures_everything_in_fresh_processes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`python -m tests.bench.scale_table` builds a log of exactly the events asked for with
-    135-byte texts and a receipt per ten writes, and prints and writes every measure with a
-    positive time and a peak RSS of its own process."""
+    135-byte texts and a receipt per ten writes, writes snapshots, and prints and writes every
+    measure with a positive time and a peak RSS of its own process, the past states also at
+    the position the snapshots serve worst and from the first event."""
     out = tmp_path / "table.json"
-    code = scale_table.main(["--events", "300", "--dir", str(tmp_path), "--json", str(out)])
+    code = scale_table.main(
+        ["--events", "300", "--dir", str(tmp_path), "--json", str(out), "--snapshot-every", "100"]
+    )
     figures = json.loads(out.read_text(encoding="utf-8"))
     rows = {row["measure"]: row for row in figures["rows"]}
     assert (0, 300, 27) == (code, figures["build"]["events"], figures["build"]["receipts"])
-    assert ["build", "file size", *MEASURES] == list(rows)
-    assert all(rows[m]["seconds"] > 0 and rows[m]["peak_rss_mb"] > 0 for m in MEASURES)
+    assert ["build", "file size", *SNAPSHOTS, *MEASURES, *PAST] == list(rows)
+    assert "3 files" in rows["snapshot storage"]["detail"]
+    assert "position 299:" in rows["as-of worst (newest snapshot - 1)"]["detail"]
+    timed = [*MEASURES, *PAST]
+    assert all(rows[m]["seconds"] > 0 and rows[m]["peak_rss_mb"] > 0 for m in timed)
     assert rows["build"]["seconds"] > 0 < figures["bytes_per_event"]
     assert 4 == len(figures["targets"])
     printed = capsys.readouterr().out

@@ -207,7 +207,7 @@ def snapshot_storage(path: Path) -> Row:
     """What the snapshots beside the log at `path` take on disk."""
     found = sorted(snapshot_dir(path).glob("at-*.sqlite"))
     sizes = [f.stat().st_size for f in found]
-    newest = int(found[-1].name[3:15]) if found else 0
+    newest = newest_snapshot(path)
     per_event = sizes[-1] / newest if newest else 0.0
     return Row(
         "snapshot storage",
@@ -223,6 +223,11 @@ def snapshot_storage(path: Path) -> Row:
 
 def snapshot_dir(path: Path) -> Path:
     return path.with_name(path.name + ".snapshots")
+
+
+def newest_snapshot(path: Path) -> int:
+    """The position of the newest snapshot beside the log at `path` (0: none)."""
+    return max((int(f.name[3:15]) for f in snapshot_dir(path).glob("at-*.sqlite")), default=0)
 
 
 def _prove(path: str, position: int, checkpoint: str) -> tuple[float, int, str]:
@@ -254,11 +259,17 @@ def in_fresh_process(work: Callable[..., tuple[float, int, str]], *args: Any) ->
 
 def measure(path: Path, events: int) -> list[Row]:
     """Every measure at the log at `path` of `events` events, each in its own process; with
-    snapshots beside it, the past states also from the first event (snapshots moved aside)."""
+    snapshots beside it, as-of at the position a snapshot serves worst (the one before the
+    newest snapshot: a whole interval folded from the one before), and the past states also
+    from the first event (snapshots moved aside)."""
     where = str(path)
     late, before = events * 99 // 100, events * 98 // 100
     rows = _measure(path, events)
     kept = snapshot_dir(path)
+    newest = newest_snapshot(path)
+    if newest > 1:
+        worst = newest - 1
+        rows.append(_row("as-of worst (newest snapshot - 1)", _in(_as_of, where, worst), worst))
     if kept.is_dir():
         aside = kept.with_name(kept.name + ".aside")
         kept.rename(aside)
