@@ -268,6 +268,34 @@ def test_counting_tag_lists_costs_a_bounded_share_of_the_reading(
     assert taken["long"] == 601 and taken["longer"] < 900, "the shorter list is read out"
 
 
+def test_of_lists_longer_than_the_cap_the_sparser_top_is_read_first(
+    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lists that outgrow the cap tie on size; the one whose cap-th entry ranks lower (the
+    sparser top) is read first, and alone while it can settle the search, not in turn with a
+    denser one (in a large log every common tag outgrows the cap)."""
+    rows = []
+    for i in range(600):
+        rows.append({"type": "learning", "content": f"d{i}", "tags": ["dense"]})
+        if i % 4 == 0:
+            rows.append({"type": "learning", "content": f"s{i}", "tags": ["sparse"]})
+    store.add_many(rows)
+    both = store.add("learning", "both", ["dense", "sparse"], importance=0.1)
+    taken: Counter[str] = Counter()
+    read = reads._TagList.read
+
+    def reading(self: Any, *args: Any) -> Any:
+        rows = read(self, *args)
+        taken[self.tag] += len(rows)
+        return rows
+
+    monkeypatch.setattr(reads._TagList, "read", reading)
+    with search_settings(4, 8, 0, 500):
+        got = store.get_relevant(["dense", "sparse"], limit=1)
+    assert [both] == [e.id for e in got]
+    assert {"sparse": 151} == dict(taken)
+
+
 def test_a_limit_beyond_every_entry_returns_them_all(store: SQLiteMemoryStore) -> None:
     """The largest limit SQLite can hold ranks every matching entry, with or without tags."""
     ids = [store.add("learning", f"n{i}", ["x"], importance=0.5) for i in range(5)]
