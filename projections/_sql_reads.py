@@ -88,6 +88,23 @@ RANKED_AFTER = Query(
     TagRanked,
 )
 
+# Once a search holds its limit, it reads on only the rows that could displace the worst of
+# them: sharing more query tags, or as many and ranked higher. A row's other tags among the
+# lists still read ({marks}) are looked up in the tag index (a tag's row holds its entry's
+# importance), so a row that cannot is stepped over without reading its entry. The second
+# bound is a floor below which no row can.
+RANKED_BEATING = Query(
+    f"SELECT {RANK_COLUMNS}, t.importance AS listed_importance "
+    "FROM fl_memory_tag t CROSS JOIN fl_memory m ON m.id = t.entry_id "
+    "WHERE t.tag = ? AND (t.importance, t.entry_id) < (?, ?) "
+    "AND (t.importance, t.entry_id) > (?, ?) "
+    "AND (SELECT count(*) FROM fl_memory_tag o WHERE o.tag IN ({marks}) "
+    "AND o.importance = t.importance AND o.entry_id = t.entry_id) "
+    "+ ((t.importance, t.entry_id) > (?, ?)) >= ?{filters} "
+    "ORDER BY t.importance DESC, t.entry_id DESC LIMIT ?",
+    TagRanked,
+)
+
 
 class TagMark(Columns, frozen=True):
     """Where an entry sits in a tag's list: the key the list is ordered by, after the tag."""
