@@ -36,6 +36,16 @@ def test_prompt_scale_prints_each_size_and_tree_p50_and_their_ratios(tmp_path: P
         assert (300,) == built.execute("SELECT max(position) FROM fl_events").fetchone()
 
 
+def test_zipf_tags_query_three_tags_each(tmp_path: Path) -> None:
+    """`--zipf-tags` times queries of three tags drawn by the corpus's law, and says so."""
+    out = tmp_path / "figures.json"
+    argv = ["--dir", str(tmp_path), "--events", "300", "400", "--calls", "2", "--rounds", "1"]
+    assert 0 == prompt_scale.main([*argv, "--zipf-tags", "--json", str(out)])
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert "three tags by the corpus's Zipf law" == figures["queries"]
+    assert figures["wall_ratio_this_400_over_300"] > 0
+
+
 @pytest.mark.parametrize("events", [["300", "300"], ["100", "300"]])
 def test_two_different_sizes_of_at_least_200_are_required(
     tmp_path: Path, events: list[str]

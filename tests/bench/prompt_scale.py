@@ -9,6 +9,10 @@ limit, fast durability). Prints each size's p50, by the wall clock and by the pr
 time, and the ratio of the largest to the smallest: 1.0 is a prompt path flat in the log's
 size.
 
+With `--zipf-tags`, each query is three tags drawn by the corpus's Zipf law over its 1,000
+tags (as `python -m tests.bench` draws its reads'), a common one with rarer `module-NNN`
+ones as often as not: the queries where few entries share every tag.
+
 With `--base TREE` (another checkout: `git worktree add TREE main`), that tree times the
 same queries on its own copies in the same rounds, and each size's p50 is printed for both
 trees with their ratio (this tree / base), as `tests.bench.against` does on a smaller log.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import multiprocessing
 import random
 import shutil
@@ -61,11 +66,18 @@ def read_round(tree: str, db: str, queries: list[Query]) -> list[tuple[float, fl
 
 
 def measure(
-    folder: Path, sizes: list[int], calls: int, rounds: int, reuse: bool, base: Path | None
+    folder: Path,
+    sizes: list[int],
+    calls: int,
+    rounds: int,
+    reuse: bool,
+    base: Path | None,
+    zipf: bool = False,
 ) -> dict[str, Any]:
     """Each size's p50 (ms, wall and CPU) for this tree (and `base`), with the ratios."""
-    # Imported here, not at the top: it imports `projections`, which a worker for `base`
-    # must import from that tree, after it leads `sys.path`.
+    # Imported here, not at the top: they import `eventlog` and `projections`, which a
+    # worker for `base` must import from that tree, after it leads `sys.path`.
+    from tests.bench.corpus import Corpus
     from tests.bench.scale_table import READ_TAGS, READERS, prepare
 
     trees = {"this": str(HERE)} | ({} if base is None else {"base": str(base.resolve())})
@@ -82,9 +94,12 @@ def measure(
             imported = workers[name].submit(source_of, tree).result()
             if imported != tree:
                 raise SystemExit(f"the {name} worker imports projections from {imported}")
-        rng = random.Random(28)
+        rng, corpus = random.Random(28), Corpus(seed=5)
         for index in range(rounds):
-            queries = [(rng.sample(READ_TAGS, 2), READERS[i % len(READERS)]) for i in range(calls)]
+            queries = [
+                (list(corpus.draw_tags(3)) if zipf else rng.sample(READ_TAGS, 2), reader)
+                for reader in itertools.islice(itertools.cycle(READERS), calls)
+            ]
             for size in sizes if index % 2 == 0 else sizes[::-1]:
                 for name in trees if index % 2 == 0 else list(trees)[::-1]:
                     job = workers[name].submit(
@@ -98,6 +113,7 @@ def measure(
             _remove(copy)
     figures: dict[str, Any] = {
         "events": {size: built[size]["events"] for size in sizes},
+        "queries": "three tags by the corpus's Zipf law" if zipf else "two of the read tags",
         "calls_per_size": calls * rounds,
     }
     if base is not None:
@@ -130,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="keep logs built for these sizes")
     parser.add_argument("--calls", type=int, default=200, help="prompt builds per round")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--zipf-tags", action="store_true", help="three tags by Zipf's law")
     parser.add_argument("--base", type=Path, help="another checkout of factledger")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
@@ -139,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.base} is not a checkout of factledger (no projections package)")
     args.dir.mkdir(parents=True, exist_ok=True)
     sizes = sorted(args.events)
-    figures = measure(args.dir, sizes, args.calls, args.rounds, args.reuse, args.base)
+    figures = measure(
+        args.dir, sizes, args.calls, args.rounds, args.reuse, args.base, args.zipf_tags
+    )
     print_figures(figures, args.json)
     return 0
 
