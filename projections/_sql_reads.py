@@ -87,9 +87,41 @@ RANKED_AFTER = Query(
     "ORDER BY t.importance DESC, t.entry_id DESC LIMIT ?",
     TagRanked,
 )
-TAG_COUNT_UPTO = Query(
-    "SELECT count(*) AS count FROM (SELECT 1 FROM fl_memory_tag WHERE tag = ? LIMIT ?)", Count
+
+# Once a search holds its limit, it reads on only the rows that could displace the worst of
+# them: sharing more query tags, or as many and ranked higher. A row's other tags among the
+# lists still read ({marks}) are looked up in the tag index (a tag's row holds its entry's
+# importance), so a row that cannot is stepped over without reading its entry. The second
+# bound is a floor below which no row can.
+RANKED_BEATING = Query(
+    f"SELECT {RANK_COLUMNS}, t.importance AS listed_importance "
+    "FROM fl_memory_tag t CROSS JOIN fl_memory m ON m.id = t.entry_id "
+    "WHERE t.tag = ? AND (t.importance, t.entry_id) < (?, ?) "
+    "AND (t.importance, t.entry_id) > (?, ?) "
+    "AND (SELECT count(*) FROM fl_memory_tag o WHERE o.tag IN ({marks}) "
+    "AND o.importance = t.importance AND o.entry_id = t.entry_id) "
+    "+ ((t.importance, t.entry_id) > (?, ?)) >= ?{filters} "
+    "ORDER BY t.importance DESC, t.entry_id DESC LIMIT ?",
+    TagRanked,
 )
+
+
+class TagMark(Columns, frozen=True):
+    """Where an entry sits in a tag's list: the key the list is ordered by, after the tag."""
+
+    importance: float
+    entry_id: int
+
+
+# A tag's list is measured up to a cap by the entry that many down it (OFFSET steps over
+# index entries for two thirds of what counting them in a LIMIT subquery costs); only a list
+# found shorter than the cap, in the same snapshot, is then counted.
+TAG_MARK_AT = Query(
+    "SELECT importance, entry_id FROM fl_memory_tag WHERE tag = ? "
+    "ORDER BY importance DESC, entry_id DESC LIMIT 1 OFFSET ?",
+    TagMark,
+)
+TAG_COUNT = Query("SELECT count(*) AS count FROM fl_memory_tag WHERE tag = ?", Count)
 NEWEST_FIRST = Query(
     f"SELECT {RANK_COLUMNS} FROM fl_memory m WHERE 1{{filters}} ORDER BY m.id DESC LIMIT ?",
     Ranked,

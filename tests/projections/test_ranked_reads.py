@@ -21,6 +21,7 @@ from projections import (
     MemoryTrustPolicy,
     SQLiteMemoryStore,
     load_persistent_memory,
+    recall_memory,
 )
 from projections import _prompt as prompt_module
 from projections import _reads as reads
@@ -224,6 +225,52 @@ def test_prompt_receipts_equal_the_two_query_selection(
                 ]
 
 
+MANY_ENTRIES = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(TAGS), min_size=1, max_size=4, unique=True),
+        st.sampled_from([0.25, 0.5, 1.0]),
+        st.sampled_from(ADAPTERS),
+    ),
+    min_size=20,
+    max_size=160,
+)
+WIDE_QUERIES = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(TAGS), min_size=2, max_size=4, unique=True), st.integers(1, 4)
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(entries=MANY_ENTRIES, queries=WIDE_QUERIES, policy=POLICIES, search=SEARCH_SETTINGS)
+def test_searches_reading_on_past_a_held_limit_equal_the_plain_ranking(
+    entries: list[tuple[list[str], float, str | None]],
+    queries: list[tuple[list[str], int]],
+    policy: MemoryTrustPolicy,
+    search: tuple[int, int, int, int],
+) -> None:
+    """Many entries under few tags, queried by several: searches that hold their limit early
+    and read on only rows that could displace the worst of it rank and receipt exactly as
+    the plain ranking does."""
+    rows = [
+        {"type": "learning", "content": f"n{i}", "tags": t, "importance": w, "source_adapter": a}
+        for i, (t, w, a) in enumerate(entries)
+    ]
+    with SQLiteMemoryStore(":memory:") as store:
+        store.add_many(rows)
+        model = LiveReadModel(store)
+        with search_settings(*search):
+            for tags, limit in queries:
+                got = store.get_relevant(tags, limit)
+                assert model.relevant(tags, limit, None) == [e.id for e in got]
+                made = recall_memory(store, tags, trust_policy=policy, limit=limit)
+                included, excluded = model.receipt(tags, limit, policy, prompt_module.REFUSED_SCAN)
+                assert included == list(made.included)
+                assert excluded == [(e.position, e.reason) for e in made.excluded]
+
+
 def test_entries_sharing_more_tags_outrank_more_important_ones(store: SQLiteMemoryStore) -> None:
     """Many popular-tag rows read in chunks never push out the few sharing every query tag."""
     rows = [{"type": "learning", "content": f"p{i}", "tags": ["pop"]} for i in range(300)]
@@ -238,13 +285,22 @@ def test_entries_sharing_more_tags_outrank_more_important_ones(store: SQLiteMemo
 def test_counting_tag_lists_costs_a_bounded_share_of_the_reading(
     store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two long lists that rarely meet make a search read far down both: each list is counted
-    only up to a multiple of the rows read so far, never in full (a full count of a common tag
-    grew with the log), and the shorter list is still told apart and read first."""
-    rows = [{"type": "learning", "content": f"a{i}", "tags": ["long"]} for i in range(600)]
-    rows += [{"type": "learning", "content": f"b{i}", "tags": ["longer"]} for i in range(900)]
+    """Two long lists of refused rows, meeting once at a trusted row far down, make a prompt
+    search read far: each list is counted only up to a multiple of the rows read so far,
+    never in full (a full count of a common tag grew with the log), and the shorter list is
+    still told apart and read first."""
+    rows = [
+        {"type": "learning", "content": f"a{i}", "tags": ["long"], "source_adapter": "codex"}
+        for i in range(600)
+    ]
+    rows += [
+        {"type": "learning", "content": f"b{i}", "tags": ["longer"], "source_adapter": "codex"}
+        for i in range(900)
+    ]
     store.add_many(rows)
-    both = store.add("learning", "both", ["long", "longer"], importance=0.1)
+    both = store.add(
+        "learning", "both", ["long", "longer"], importance=0.1, source_adapter="claude-code"
+    )
     caps: list[int] = []
     taken: Counter[str] = Counter()
     count, read = reads._TagList.count, reads._TagList.read
@@ -260,12 +316,65 @@ def test_counting_tag_lists_costs_a_bounded_share_of_the_reading(
 
     monkeypatch.setattr(reads._TagList, "count", counting)
     monkeypatch.setattr(reads._TagList, "read", reading)
+    policy = MemoryTrustPolicy(trusted_adapters=frozenset({"claude-code"}))
     with search_settings(4, 8, 2, 500):
-        got = store.get_relevant(["long", "longer"], limit=2)
-    assert [both, len(rows)] == [e.id for e in got]
+        made = recall_memory(store, ["long", "longer"], trust_policy=policy, limit=1)
+    assert (both,) == made.included
     assert caps == sorted(caps) and caps[-1] > 8, "the cap grows as the search reads"
     assert max(caps) <= 2 * 2 * sum(taken.values()) < MAX_POSITION
     assert taken["long"] == 601 and taken["longer"] < 900, "the shorter list is read out"
+
+
+def test_of_lists_longer_than_the_cap_the_sparser_top_is_read_first(
+    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lists that outgrow the cap tie on size; the one whose cap-th entry ranks lower (the
+    sparser top) is read first, not the first named (in a large log every common tag
+    outgrows the cap)."""
+    rows = []
+    for i in range(600):
+        rows.append({"type": "learning", "content": f"d{i}", "tags": ["dense"]})
+        if i % 4 == 0:
+            rows.append({"type": "learning", "content": f"s{i}", "tags": ["sparse"]})
+    store.add_many(rows)
+    both = store.add("learning", "both", ["dense", "sparse"], importance=0.1)
+    order: list[str] = []
+    read = reads._TagList.read
+
+    def reading(self: Any, *args: Any) -> Any:
+        order.append(self.tag)
+        return read(self, *args)
+
+    monkeypatch.setattr(reads._TagList, "read", reading)
+    with search_settings(4, 8, 0, 500):
+        got = store.get_relevant(["dense", "sparse"], limit=1)
+    assert [both] == [e.id for e in got]
+    assert "sparse" == order[0]
+
+
+def test_once_the_limit_is_held_rows_that_cannot_displace_the_worst_are_stepped_over(
+    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two long lists that meet once, far down: once rows sharing one tag hold the limit, a
+    search reads only rows sharing both (found through the tag index), not the hundreds in
+    between, which reading every row took (its cost grew with the lists)."""
+    rows = [{"type": "learning", "content": f"a{i}", "tags": ["long"]} for i in range(600)]
+    rows += [{"type": "learning", "content": f"b{i}", "tags": ["longer"]} for i in range(900)]
+    store.add_many(rows)
+    both = store.add("learning", "both", ["long", "longer"], importance=0.1)
+    taken: Counter[str] = Counter()
+    read = reads._TagList.read
+
+    def reading(self: Any, *args: Any) -> Any:
+        rows = read(self, *args)
+        taken[self.tag] += len(rows)
+        return rows
+
+    monkeypatch.setattr(reads._TagList, "read", reading)
+    with search_settings(4, 8, 2, 500):
+        got = store.get_relevant(["long", "longer"], limit=2)
+    assert [both, len(rows)] == [e.id for e in got]
+    assert sum(taken.values()) <= 10
 
 
 def test_a_limit_beyond_every_entry_returns_them_all(store: SQLiteMemoryStore) -> None:
