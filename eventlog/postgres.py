@@ -201,10 +201,27 @@ def lost(exc: psycopg.Error, conn: Connection | None) -> bool:
     )
 
 
+_BUSY_SERVER = (
+    "the database system is starting up",
+    "the database system is shutting down",
+    "the database system is in recovery mode",
+    "too many clients",
+    "remaining connection slots are reserved",
+)
+"""What a server says (in English) when it refuses a connection only for now."""
+
+
 def _may_connect_later(exc: psycopg.Error) -> bool:
-    """Whether a failed connection attempt is worth repeating (the server is away or busy)."""
-    state = exc.sqlstate or ""
-    return not state or state.startswith("08") or state in {"57P01", "57P02", "57P03", "53300"}
+    """Whether a failed connection attempt is worth repeating (the server is away or busy).
+
+    libpq gives no SQLSTATE for a refusal at connect, only the server's message after
+    `FATAL:`; a refusal that is not a busy server's (a role no longer allowed to log in, a
+    wrong password) is final, where retrying it held the caller for `busy_timeout_s`."""
+    state = exc.sqlstate
+    if state:
+        return state.startswith("08") or state in {"57P01", "57P02", "57P03", "53300"}
+    message = str(exc)
+    return "FATAL:" not in message or any(busy in message for busy in _BUSY_SERVER)
 
 
 class PostgresEventLog:

@@ -121,8 +121,18 @@ def test_remove_agent_ends_the_login_and_keeps_its_history(
     removed = pg_cli(cli, pg, "remove-agent", role, "--json")
     assert 0 == removed.code, removed.err
     assert {"role": role, "adapter": "codex", "sessions_ended": 1} == removed.json()
-    with pytest.raises(FactledgerError):
+    attempts = 0
+    connect = open_session._connect  # type: ignore[attr-defined]
+
+    def counted() -> object:
+        nonlocal attempts
+        attempts += 1
+        return connect()
+
+    open_session._connect = counted  # type: ignore[attr-defined]
+    with pytest.raises(FactledgerError, match="not permitted to log in"):
         open_session.append(fact("codex"))
+    assert 1 == attempts, "a refused login is final, not retried for busy_timeout_s"
     open_session.close()
     with pytest.raises(FactledgerError, match="not permitted to log in"):
         open_log(pg.as_role(role))

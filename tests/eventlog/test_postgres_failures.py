@@ -342,3 +342,30 @@ def test_a_server_restarted_under_a_writer_loses_no_acknowledged_write(
     assert acknowledged == recorded
     assert verify_chain(log).ok
     log.close()
+
+
+# -- refused, or only busy, at reconnect ------------------------------------------------------
+
+AT = 'connection failed: connection to server at "127.0.0.1", port 5432 failed: '
+
+
+@pytest.mark.parametrize(
+    ("message", "later"),
+    [
+        (AT + 'FATAL:  role "agent_codex" is not permitted to log in', False),
+        (AT + 'FATAL:  password authentication failed for user "agent_codex"', False),
+        (AT + 'FATAL:  role "agent_codex" does not exist', False),
+        (AT + "Connection refused\n\tIs the server running on that host?", True),
+        (AT + "FATAL:  the database system is starting up", True),
+        (AT + "FATAL:  the database system is shutting down", True),
+        (AT + "FATAL:  sorry, too many clients already", True),
+        ("server closed the connection unexpectedly", True),
+    ],
+)
+def test_only_a_server_away_or_busy_is_tried_again(message: str, later: bool) -> None:
+    """libpq gives no SQLSTATE for a refusal at connect: a server that refused this login is
+    final (no waiting out busy_timeout_s); one that did not answer, or is starting, stopping
+    or full, is tried again."""
+    from eventlog.postgres import _may_connect_later
+
+    assert later == _may_connect_later(psycopg.OperationalError(message))
