@@ -375,15 +375,14 @@ def _walk(
     the leaves up to `tree_size` into a Merkle tree."""
     walker = ChainWalker(event_log.log_format, report.genesis)
     tree = CompactRange(event_log.log_format.chain)
-    checkpoint_chain = report.genesis
     try:
         found = walk_workers.walk_log(
             event_log, walker, tree, report.head, tree_size, progress, workers
         )
     except ChainBreak as brk:
         findings = tuple(walker.findings)
-        return _Walked(walker.position, walker.chain_value, brk, tree, checkpoint_chain, findings)
-    checkpoint_chain = checkpoint_chain if found is None else found
+        return _Walked(walker.position, walker.chain_value, brk, tree, report.genesis, findings)
+    checkpoint_chain = report.genesis if found is None else found
     erasures = tuple(
         judge_erasures(event_log.log_id, (event_log.event_at(p) for p in walker.authority_rows))
     )
