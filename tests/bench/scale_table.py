@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from projections import CrossTaskKB, SQLiteMemoryStore, load_persistent_memory
+from projections._snapshots import SUFFIX, listed
 from replay import Checkpoint, Ledger, verify_inclusion
 from tests.bench.corpus import Corpus
 from tests.bench.machine import describe
@@ -205,16 +206,16 @@ def _snapshot(path: str, every: int, keep: int) -> tuple[float, int, str]:
 
 def snapshot_storage(path: Path) -> Row:
     """What the snapshots beside the log at `path` take on disk."""
-    found = sorted(snapshot_dir(path).glob("at-*.sqlite"))
-    sizes = [f.stat().st_size for f in found]
-    newest = newest_snapshot(path)
-    per_event = sizes[-1] / newest if newest else 0.0
+    found = listed(snapshot_dir(path))
+    sizes = [file.stat().st_size for _, file in found]
+    newest = found[0][0] if found else 0
+    per_event = sizes[0] / newest if newest else 0.0
     return Row(
         "snapshot storage",
         None,
         None,
         None,
-        f"{len(found)} files, {sum(sizes) / 1e6:,.1f} MB in all, newest {sizes[-1] / 1e6:,.1f} MB"
+        f"{len(found)} files, {sum(sizes) / 1e6:,.1f} MB in all, newest {sizes[0] / 1e6:,.1f} MB"
         f" ({per_event:,.0f} bytes/event of read model)"
         if found
         else "none",
@@ -222,12 +223,7 @@ def snapshot_storage(path: Path) -> Row:
 
 
 def snapshot_dir(path: Path) -> Path:
-    return path.with_name(path.name + ".snapshots")
-
-
-def newest_snapshot(path: Path) -> int:
-    """The position of the newest snapshot beside the log at `path` (0: none)."""
-    return max((int(f.name[3:15]) for f in snapshot_dir(path).glob("at-*.sqlite")), default=0)
+    return path.with_name(path.name + SUFFIX)
 
 
 def _prove(path: str, position: int, checkpoint: str) -> tuple[float, int, str]:
@@ -266,7 +262,7 @@ def measure(path: Path, events: int) -> list[Row]:
     late, before = events * 99 // 100, events * 98 // 100
     rows = _measure(path, events)
     kept = snapshot_dir(path)
-    newest = newest_snapshot(path)
+    newest = max((position for position, _ in listed(kept)), default=0)
     if newest > 1:
         worst = newest - 1
         rows.append(_row("as-of worst (newest snapshot - 1)", _in(_as_of, where, worst), worst))
